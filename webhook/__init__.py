@@ -1,0 +1,1 @@
+"""draguard.webhook: the admission webhook and the `draguard` command."""
