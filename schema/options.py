@@ -1,0 +1,25 @@
+"""Options that select upstream behaviour for one validation run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from draguard.schema.releases import DEFAULT_RELEASE, Release
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How to validate: which release to imitate and what is known about the cluster.
+
+    `namespace_labels` are the labels of the object's Namespace; `None` means unknown,
+    and then the admin-access authorization check (§3.7) is skipped, as lint does.
+    `default_namespace` fills a missing `metadata.namespace` the way kubectl does.
+    """
+
+    release: Release = DEFAULT_RELEASE
+    namespace_labels: Mapping[str, str] | None = None
+    default_namespace: str | None = None
+
+
+DEFAULT_OPTIONS = Options()
