@@ -1,0 +1,139 @@
+"""The Flask app factory: collaborators built once from the frozen config.
+
+`create_app(config)` runs in each gunicorn worker (no preload), so the rule set is
+warmed, the TLS pair is loaded into that worker's context cache, and metrics open
+that worker's files before the first request. `/readyz` reports exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from draguard.schema.options import Options
+from draguard.webhook.config import Config
+from draguard.webhook.metrics import Metrics
+from draguard.webhook.review import Mutator, RuleSet
+from draguard.webhook.tls import ContextCache, cache_for
+from flask import Flask
+
+log = logging.getLogger("draguard.webhook")
+decisions = logging.getLogger("draguard.webhook.decisions")
+
+# A typical prioritized claim: validating it once compiles whatever the rule set
+# compiles lazily (CEL environments, regexes) before the first real request.
+WARM_CLAIM: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "warm-up", "namespace": "default"},
+    "spec": {"devices": {"requests": [{
+        "name": "gpu",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "big.example.com",
+             "selectors": [{"cel": {"expression": 'device.driver == "example.com"'}}]},
+            {"name": "small", "deviceClassName": "small.example.com", "count": 2},
+        ],
+    }]}},
+}
+
+
+@dataclass(slots=True)
+class WebhookState:
+    """What the routes need; one per app (per worker)."""
+
+    config: Config
+    rules: RuleSet
+    metrics: Metrics
+    tls: ContextCache | None
+    warm_error: str | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def not_ready(self) -> list[str]:
+        """Reasons the worker should not get traffic yet (empty when ready)."""
+        reasons = []
+        if self.warm_error is not None:
+            reasons.append(f"rule set not ready: {self.warm_error}")
+        if self.tls is not None and not self.tls.loaded:
+            reasons.append("no usable TLS certificate loaded")
+        return reasons
+
+
+def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
+               tls: bool = True) -> Flask:
+    """Build the webhook app; `rules` replaces the real rule set in tests.
+
+    With `tls` the worker's certificate cache is loaded now, so that `/readyz`
+    tells whether connections can be served; the Flask test client passes False.
+    """
+    config = config or Config()
+    _configure_decision_log()
+    app = Flask("draguard.webhook")
+    app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    rules = rules or RuleSet(release=config.release, mutator=load_mutator(config))
+    cache = cache_for(config.cert_file, config.key_file) if tls else None
+    state = WebhookState(config=config, rules=rules, metrics=Metrics(), tls=cache)
+    state.warm_error = warm(rules)
+    if cache is not None:
+        try:
+            cache.context()
+        except Exception as exc:  # reported by /readyz; the hook retries per connection
+            log.warning("TLS certificate not loaded: %s", exc)
+    app.extensions["draguard"] = state
+
+    from draguard.webhook.routes import blueprint
+
+    app.register_blueprint(blueprint)
+    return app
+
+
+def warm(rules: RuleSet) -> str | None:
+    """Validate the warm-up claim once; the error text if the rule set cannot run."""
+    try:
+        rules.create(WARM_CLAIM, options=Options(release=rules.release))
+    except Exception as exc:
+        log.error("rule set failed to warm up", exc_info=True)
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def load_mutator(config: Config) -> Mutator | None:
+    """The policy-driven mutator, or None (an empty patch) while there is none.
+
+    Seam for `draguard.webhook.mutation` / `draguard.webhook.policy`, written
+    alongside; until they exist, or without `--policy`, `/mutate` allows unchanged.
+    """
+    if config.policy is None:
+        return None
+    try:
+        from draguard.webhook import mutation, policy  # type: ignore[attr-defined]
+    except ImportError:
+        log.warning("--policy given but draguard.webhook.mutation is not available")
+        return None
+    store = policy.PolicyStore(config.policy)
+
+    def mutate(obj: dict[str, Any], options: Options) -> Any:
+        return mutation.mutate(obj, policy=store.current(), options=options)
+
+    return mutate
+
+
+class _JsonLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(record.msg, separators=(",", ":"), default=str)
+
+
+def _configure_decision_log() -> None:
+    """One JSON object per line on stderr, whatever gunicorn does with other loggers."""
+    if decisions.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonLine())
+    decisions.addHandler(handler)
+    decisions.setLevel(logging.INFO)
+    decisions.propagate = False

@@ -1,0 +1,166 @@
+"""The webhook's configuration: flags and `DRAGUARD_*` environment, built once, frozen.
+
+Handlers never read `os.environ`; `create_app` receives one `Config` and every
+collaborator is built from it (STYLE.md, Flask's `create_app(config)` model).
+A flag wins over its environment variable, which wins over the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from draguard.schema.releases import DEFAULT_RELEASE, Release, release
+
+FailureMode = Literal["open", "closed"]
+
+DEFAULT_PORT = 8443
+DEFAULT_STATE_DIR = "draguard-state"
+DEFAULT_SERVICE = "draguard"
+DEFAULT_NAMESPACE = "draguard-system"
+# The apiserver's own request limit is 3 MiB (etcd's 1.5 MiB object limit ×2 for
+# encodings); an AdmissionReview carries object + oldObject, so 3 MiB is the cap.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything the server needs, known before the first request.
+
+    `failure_mode` answers internal errors: `open` allows the object (with a
+    warning), `closed` denies it. The default is `open` because draguard repeats the
+    apiserver's own rules: an object draguard fails to judge is still judged by the
+    apiserver, so allowing it loses nothing upstream enforces and never locks the
+    cluster on a draguard bug.
+    """
+
+    host: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+    state_dir: Path = Path(DEFAULT_STATE_DIR)
+    cert: Path | None = None
+    key: Path | None = None
+    workers: int = 2
+    threads: int = 4
+    keepalive: int = 120
+    policy: Path | None = None
+    release: Release = DEFAULT_RELEASE
+    failure_mode: FailureMode = "open"
+    service: str = DEFAULT_SERVICE
+    namespace: str = DEFAULT_NAMESPACE
+    metrics_dir: Path | None = None
+    log_level: str = "info"
+    max_body_bytes: int = MAX_BODY_BYTES
+    # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def cert_file(self) -> Path:
+        return self.cert if self.cert is not None else self.state_dir / "tls.crt"
+
+    @property
+    def key_file(self) -> Path:
+        return self.key if self.key is not None else self.state_dir / "tls.key"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The CA that signed the serving cert, known only for self-managed certificates."""
+        return None if self.cert is not None else self.state_dir / "ca.crt"
+
+    @property
+    def service_dns(self) -> str:
+        return f"{self.service}.{self.namespace}.svc"
+
+
+class ConfigError(ValueError):
+    """A flag or environment value that cannot be used (exit code 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="draguard serve",
+        description="Run the draguard admission webhook (gunicorn, TLS). Every flag can "
+        "also be given as DRAGUARD_<FLAG> in the environment, e.g. DRAGUARD_PORT=9443.",
+    )
+    add = parser.add_argument
+    add("--host", help="address to listen on (default 0.0.0.0)")
+    add("--port", type=int, help=f"port to listen on (default {DEFAULT_PORT})")
+    add("--state-dir",
+        help=f"folder for the self-made CA and certificate (default ./{DEFAULT_STATE_DIR})")
+    add("--cert", help="serving certificate (PEM); with --key, skips the self-made certificates")
+    add("--key", help="serving key (PEM)")
+    add("--workers", type=int, help="gunicorn worker processes (default 2)")
+    add("--threads", type=int, help="threads per worker (default 4)")
+    add("--keepalive", type=int,
+        help="seconds an idle keep-alive connection stays open (default 120)")
+    add("--policy", help="mutation policy file (reloaded on change)")
+    add("--kubernetes-version", help="Kubernetes release whose rules to apply (default newest)")
+    add("--failure-mode", choices=("open", "closed"),
+        help="answer to an internal error (default open)")
+    add("--service", help=f"service name in the self-made certificate (default {DEFAULT_SERVICE})")
+    add("--namespace", help=f"service namespace in the certificate (default {DEFAULT_NAMESPACE})")
+    add("--metrics-dir", help="prometheus multiprocess folder (default: a fresh temporary one)")
+    add("--log-level", help="gunicorn log level (default info)")
+    return parser
+
+
+def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Config:
+    """Build the frozen config from flags, then `DRAGUARD_*`, then defaults; raise ConfigError."""
+    env = os.environ if environ is None else environ
+    args = vars(build_parser().parse_args(list(argv)))
+
+    def pick(name: str) -> str | None:
+        flag = args.get(name.replace("-", "_"))
+        if flag is not None:
+            return str(flag)
+        return env.get("DRAGUARD_" + name.upper().replace("-", "_")) or None
+
+    cert, key = pick("cert"), pick("key")
+    if (cert is None) != (key is None):
+        raise ConfigError("--cert and --key go together")
+    mode = pick("failure-mode") or "open"
+    if mode not in ("open", "closed"):
+        raise ConfigError(f"failure mode must be open or closed, not {mode!r}")
+    metrics_dir = pick("metrics-dir")
+    policy = pick("policy")
+    return Config(
+        host=pick("host") or "0.0.0.0",
+        port=_positive(pick("port"), DEFAULT_PORT, "port"),
+        state_dir=Path(pick("state-dir") or DEFAULT_STATE_DIR),
+        cert=Path(cert) if cert else None,
+        key=Path(key) if key else None,
+        workers=_positive(pick("workers"), 2, "workers"),
+        threads=_positive(pick("threads"), 4, "threads"),
+        keepalive=_positive(pick("keepalive"), 120, "keepalive"),
+        policy=Path(policy) if policy else None,
+        release=_release(pick("kubernetes-version")),
+        failure_mode="closed" if mode == "closed" else "open",
+        service=pick("service") or DEFAULT_SERVICE,
+        namespace=pick("namespace") or DEFAULT_NAMESPACE,
+        metrics_dir=Path(metrics_dir) if metrics_dir else None,
+        log_level=pick("log-level") or "info",
+    )
+
+
+def _positive(text: str | None, default: int, name: str) -> int:
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, not {text!r}") from None
+    if value < 1 or (name == "port" and value > 65535):
+        raise ConfigError(f"{name} out of range: {value}")
+    return value
+
+
+def _release(text: str | None) -> Release:
+    if text is None:
+        return DEFAULT_RELEASE
+    try:
+        return release(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

@@ -1,0 +1,255 @@
+"""AdmissionReview in, AdmissionReview out: pure functions, no Flask, no I/O.
+
+Two error channels, as in kopf's admission engine: a review that cannot be read is
+`BadReview` (the HTTP layer answers 400); an object that breaks the rules is a
+well-formed response with `allowed: false` and the apiserver's own Status (422,
+reason Invalid, causes). The rule set and the mutator are parameters so that every
+branch, the internal-error one included, is table-testable.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from draguard.schema.errors import FieldError, aggregate_message, go_quote
+from draguard.schema.options import Options
+from draguard.schema.releases import DEFAULT_RELEASE, GROUP, Release
+from draguard.schema.validate import Verdict, validate_object, validate_update
+from draguard.webhook.config import FailureMode
+from draguard.webhook.skew import limit_warnings, skew_warnings
+
+API_VERSION = "admission.k8s.io/v1"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+# `allowed`/`denied`: judged; `skipped`: not a claim or template draguard knows (allowed,
+# with a warning); `ignored`: DELETE/CONNECT; `error`: an internal error, answered per
+# the failure mode.
+Decision = Literal["allowed", "denied", "skipped", "ignored", "error"]
+
+
+class BadReview(ValueError):
+    """The body is not a usable AdmissionReview; the message says why (HTTP 400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """The parts of an AdmissionReview request that draguard reads."""
+
+    uid: str
+    operation: str
+    object: dict[str, Any] | None
+    old_object: dict[str, Any] | None = None
+    namespace: str | None = None
+    name: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The response document plus what metrics and the decision log need to know."""
+
+    document: dict[str, Any]
+    review: Review
+    decision: Decision
+    kind: str = ""
+    version: str = ""
+    findings: int = 0
+    error: str = ""  # the traceback of an internal error, for the log only
+
+    @property
+    def allowed(self) -> bool:
+        return bool(self.document["response"]["allowed"])
+
+
+class MutationLike(Protocol):
+    """What `draguard.webhook.mutation.mutate` returns: patch ops, denial errors, warnings."""
+
+    @property
+    def patch(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def errors(self) -> Sequence[FieldError]: ...
+
+    @property
+    def warnings(self) -> Sequence[str]: ...
+
+
+Mutator = Callable[[dict[str, Any], Options], MutationLike]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The validation entry points and the release they imitate (injectable for tests)."""
+
+    release: Release = DEFAULT_RELEASE
+    create: Callable[..., Verdict] = validate_object
+    update: Callable[..., Verdict] = validate_update
+    mutator: Mutator | None = field(default=None)
+
+    def options(self, review: Review) -> Options:
+        # contract §4 / issue 4: a missing metadata.namespace is filled from the request.
+        return Options(release=self.release, default_namespace=review.namespace)
+
+
+def parse_review(body: bytes) -> Review:
+    """Read an AdmissionReview `admission.k8s.io/v1`; raise BadReview naming what is wrong."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise BadReview(f"body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise BadReview("body is not a JSON object")
+    if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "AdmissionReview":
+        raise BadReview(f"expected apiVersion {API_VERSION}, kind AdmissionReview")
+    request = doc.get("request")
+    if not isinstance(request, dict):
+        raise BadReview("request is missing")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("request.uid is missing")
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        raise BadReview(f"request.operation must be one of {', '.join(OPERATIONS)}")
+    obj, old = request.get("object"), request.get("oldObject")
+    if operation in ("CREATE", "UPDATE") and not isinstance(obj, dict):
+        raise BadReview(f"request.object is missing for {operation}")
+    if operation == "UPDATE" and not isinstance(old, dict):
+        raise BadReview("request.oldObject is missing for UPDATE")
+    return Review(
+        uid=uid,
+        operation=operation,
+        object=obj if isinstance(obj, dict) else None,
+        old_object=old if isinstance(old, dict) else None,
+        namespace=_text(request.get("namespace")),
+        name=_text(request.get("name")),
+        dry_run=request.get("dryRun") is True,
+    )
+
+
+def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) -> Answer:
+    """Judge a claim or template: rules on CREATE, update rules on UPDATE, else allow."""
+    if review.operation not in ("CREATE", "UPDATE") or review.object is None:
+        return Answer(_response(review.uid, allowed=True), review, "ignored")
+    kind, version = _kind_version(review.object)
+    try:
+        verdict = _judge(review, rules)
+    except Exception:  # an internal error must still produce a well-formed answer
+        return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
+    if verdict.skipped:
+        return _skipped(review, verdict, kind, version)
+    warnings = skew_warnings(review.object) if review.operation == "CREATE" else []
+    if verdict.errors:
+        doc = _response(review.uid, allowed=False, status=render_invalid(verdict),
+                        warnings=warnings)
+        return Answer(doc, review, "denied", kind, version, len(verdict.errors))
+    return Answer(_response(review.uid, allowed=True, warnings=warnings), review, "allowed",
+                  kind, version)
+
+
+def answer_mutate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) -> Answer:
+    """Apply the operator's policy on CREATE as a JSONPatch; no mutator → an empty patch."""
+    if review.operation != "CREATE" or review.object is None:
+        return Answer(_response(review.uid, allowed=True), review, "ignored")
+    kind, version = _kind_version(review.object)
+    if rules.mutator is None:
+        # Seam: until a policy is configured (or draguard.webhook.mutation exists) the
+        # mutating webhook is a no-op that allows everything.
+        return Answer(_response(review.uid, allowed=True), review, "allowed", kind, version)
+    try:
+        mutation = rules.mutator(review.object, rules.options(review))
+        patch = [dict(op) for op in mutation.patch]
+        errors = tuple(mutation.errors)
+        warnings = limit_warnings(mutation.warnings)
+    except Exception:
+        return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
+    if errors:
+        status = render_invalid(_verdict_for(review.object, errors))
+        doc = _response(review.uid, allowed=False, status=status, warnings=warnings)
+        return Answer(doc, review, "denied", kind, version, len(errors))
+    doc = _response(review.uid, allowed=True, warnings=warnings)
+    if patch:
+        doc["response"]["patchType"] = "JSONPatch"
+        doc["response"]["patch"] = base64.b64encode(
+            json.dumps(patch, separators=(",", ":")).encode()).decode("ascii")
+    return Answer(doc, review, "allowed", kind, version, len(patch))
+
+
+def render_invalid(verdict: Verdict) -> dict[str, Any]:
+    """The Status of apimachinery `errors.NewInvalid(GroupKind, name, errs)`.
+
+    `details.kind` is the Kind (`ResourceClaim`), not the resource, because the
+    registry strategies pass `resource.Kind(...)` as the qualified kind; each error
+    gives one cause {reason: cause type, message: body, field: path} (§3.1).
+    """
+    kind = verdict.kind or "ResourceClaim"
+    name = verdict.name or ""
+    errors = list(verdict.errors)
+    causes = [{"reason": e.type.cause_type, "message": e.message, "field": e.field}
+              for e in errors]
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"{kind}.{GROUP} {go_quote(name)} is invalid: {aggregate_message(errors)}",
+        "reason": "Invalid",
+        "details": {"name": name, "group": GROUP, "kind": kind, "causes": causes},
+        "code": 422,
+    }
+
+
+def _judge(review: Review, rules: RuleSet) -> Verdict:
+    options = rules.options(review)
+    if review.operation == "UPDATE":
+        return rules.update(review.old_object, review.object, options=options)
+    return rules.create(review.object, options=options)
+
+
+def _skipped(review: Review, verdict: Verdict, kind: str, version: str) -> Answer:
+    what = f"{kind or 'object'} {version or '(no apiVersion)'}".strip()
+    reason = f": {verdict.skip_reason}" if verdict.skip_reason else ""
+    warning = f"draguard did not check {what}{reason}"
+    doc = _response(review.uid, allowed=True, warnings=limit_warnings([warning]))
+    return Answer(doc, review, "skipped", kind, version)
+
+
+def _internal_error(review: Review, mode: FailureMode, kind: str, version: str,
+                    trace: str) -> Answer:
+    if mode == "open":
+        doc = _response(review.uid, allowed=True, warnings=[
+            "draguard had an internal error and allowed the object unchecked (failure mode open)"])
+    else:
+        doc = _response(review.uid, allowed=False, status={
+            "metadata": {}, "status": "Failure", "reason": "InternalError", "code": 500,
+            "message": "draguard had an internal error and denied the object "
+                       "(failure mode closed); the webhook log has the details"})
+    return Answer(doc, review, "error", kind, version, error=trace)
+
+
+def _verdict_for(obj: Mapping[str, Any], errors: Sequence[FieldError]) -> Verdict:
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    kind, version = _kind_version(obj)
+    return Verdict(kind=kind or None, api_version=version or None, name=_text(meta.get("name")),
+                   namespace=_text(meta.get("namespace")), shape=None, errors=tuple(errors))
+
+
+def _response(uid: str, *, allowed: bool, status: dict[str, Any] | None = None,
+              warnings: Sequence[str] = ()) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if status is not None:
+        response["status"] = status
+    if warnings:
+        response["warnings"] = list(warnings)
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def _kind_version(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return _text(obj.get("kind")) or "", _text(obj.get("apiVersion")) or ""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,155 @@
+"""HTTP endpoints: parse, hand the review to `review`, serialise, count, log.
+
+Request hygiene (issue 4 §4) happens here and nowhere else: a body over the limit is
+413, a non-JSON content type 415, an unreadable review 400 with a message; nothing a
+client sends produces a 500, and an internal error in the rule set is answered by
+`review` according to the failure mode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from draguard.webhook.app import WebhookState, decisions
+from draguard.webhook.config import FailureMode
+from draguard.webhook.review import (
+    Answer,
+    BadReview,
+    RuleSet,
+    answer_mutate,
+    answer_validate,
+    parse_review,
+)
+from flask import Blueprint, Response, current_app, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+log = logging.getLogger("draguard.webhook")
+blueprint = Blueprint("draguard", __name__)
+
+Answerer = Callable[..., Answer]
+JSON_TYPES = frozenset({"application/json"})
+
+
+def _state() -> WebhookState:
+    state: WebhookState = current_app.extensions["draguard"]
+    return state
+
+
+@blueprint.post("/validate")
+def validate() -> Response:
+    return _admit("validate", answer_validate)
+
+
+@blueprint.post("/mutate")
+def mutate() -> Response:
+    return _admit("mutate", answer_mutate)
+
+
+@blueprint.get("/healthz")
+def healthz() -> Response:
+    return Response("ok\n", mimetype="text/plain")
+
+
+@blueprint.get("/readyz")
+def readyz() -> Response:
+    reasons = _state().not_ready
+    if reasons:
+        return Response("\n".join(reasons) + "\n", status=503, mimetype="text/plain")
+    return Response("ok\n", mimetype="text/plain")
+
+
+@blueprint.get("/metrics")
+def metrics() -> Response:
+    body, content_type = _state().metrics.render()
+    return Response(body, content_type=content_type)
+
+
+@blueprint.app_errorhandler(HTTPException)
+def http_error(exc: HTTPException) -> Response:
+    """Every HTTP error as a small JSON body (413 from Werkzeug's length check included)."""
+    code = exc.code or 500
+    return _error(code, exc.description or exc.name)
+
+
+def _admit(endpoint: str, answer: Answerer) -> Response:
+    started = time.perf_counter()
+    state = _state()
+    rejected = _reject_transport(state)
+    if rejected is not None:
+        code, message, decision = rejected
+        _count(state, endpoint, decision, started)
+        return _error(code, message)
+    try:
+        body = request.get_data(cache=False)
+        review = parse_review(body)
+    except RequestEntityTooLarge:  # a chunked body that turned out too long
+        _count(state, endpoint, "too_large", started)
+        return _error(413, f"body larger than {state.config.max_body_bytes} bytes")
+    except BadReview as exc:
+        _count(state, endpoint, "bad_request", started)
+        return _error(400, str(exc))
+    result = _answer(answer, review, state.rules, state.config.failure_mode)
+    seconds = time.perf_counter() - started
+    state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
+                          operation=review.operation, decision=result.decision,
+                          seconds=seconds, findings=result.findings)
+    _log_decision(endpoint, result, seconds)
+    payload = json.dumps(result.document, separators=(",", ":"))
+    return Response(payload, mimetype="application/json")
+
+
+def _answer(answer: Answerer, review: Any, rules: RuleSet, mode: FailureMode) -> Answer:
+    result = answer(review, rules=rules, failure_mode=mode)
+    if result.error:
+        log.error("internal error on %s (uid %s):\n%s", review.operation, review.uid, result.error)
+    return result
+
+
+def _reject_transport(state: WebhookState) -> tuple[int, str, str] | None:
+    """Status, message and decision label for a request refused before reading the body."""
+    limit = state.config.max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        return 413, f"body larger than {limit} bytes", "too_large"
+    if request.mimetype not in JSON_TYPES:
+        shown = request.mimetype or "none"
+        return 415, f"content type must be application/json, not {shown}", "unsupported_media_type"
+    return None
+
+
+def _error(code: int, message: str) -> Response:
+    body = json.dumps({"code": code, "message": message})
+    response = Response(body, status=code, mimetype="application/json")
+    if code == 413:
+        # The unread body would otherwise be drained before the next keep-alive request.
+        response.headers["Connection"] = "close"
+    return response
+
+
+def _count(state: WebhookState, endpoint: str, decision: str, started: float) -> None:
+    state.metrics.observe(endpoint=endpoint, decision=decision,
+                          seconds=time.perf_counter() - started)
+
+
+def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
+    obj = result.review.object or result.review.old_object or {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    decisions.info({
+        "msg": "admission",
+        "endpoint": endpoint,
+        "uid": result.review.uid,
+        "operation": result.review.operation,
+        "kind": result.kind,
+        "apiVersion": result.version,
+        "namespace": meta.get("namespace") or result.review.namespace,
+        "name": meta.get("name") or result.review.name,
+        "allowed": result.allowed,
+        "decision": result.decision,
+        "findings": result.findings,
+        "dryRun": result.review.dry_run,
+        "latencyMs": round(seconds * 1000, 3),
+    })

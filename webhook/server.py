@@ -1,0 +1,59 @@
+"""gunicorn, configured in code from the frozen `Config` (no config file to drift).
+
+Threaded workers (`gthread`) keep connections alive between requests because the
+apiserver reuses them; the keep-alive timeout (120 s) outlasts the Go client's idle
+timeout (90 s in client-go's transport defaults), so the server never closes a
+connection the apiserver is about to reuse. TLS contexts come from the cached
+`ssl_context` hook in `draguard.webhook.tls`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from draguard.webhook.config import Config
+from draguard.webhook.metrics import child_exit
+from draguard.webhook.tls import gunicorn_ssl_context
+from gunicorn.app.base import BaseApplication
+
+
+def gunicorn_settings(config: Config) -> dict[str, Any]:
+    """The gunicorn settings for `config` (also used by bench/webhook.py for its no-op app)."""
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    settings: dict[str, Any] = {
+        "bind": [f"{host}:{config.port}"],
+        "workers": config.workers,
+        "worker_class": "gthread",
+        "threads": config.threads,
+        "keepalive": config.keepalive,
+        "certfile": str(config.cert_file),
+        "keyfile": str(config.key_file),
+        "ssl_context": gunicorn_ssl_context,
+        "child_exit": child_exit,
+        "loglevel": config.log_level,
+        "accesslog": None,  # the app logs one JSON line per decision instead
+        "proc_name": "draguard",
+        "timeout": 30,
+        "graceful_timeout": 10,
+    }
+    settings.update(config.extra)
+    return settings
+
+
+class WebhookServer(BaseApplication):  # type: ignore[misc]
+    """gunicorn running `create_app(config)` in each worker."""
+
+    def __init__(self, config: Config, settings: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self.settings = gunicorn_settings(config) if settings is None else settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        for name, value in self.settings.items():
+            self.cfg.set(name, value)
+
+    def load(self) -> Any:
+        # Imported here, in the worker: the master never loads Flask or the rule set.
+        from draguard.webhook.app import create_app
+
+        return create_app(self.config)
