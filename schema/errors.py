@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from draguard.schema.paths import FieldPath
 
 
-class ErrorType(str, Enum):
+class ErrorType(StrEnum):
     """Upstream's error types (apimachinery `field.ErrorType`), plus draguard's two."""
 
     REQUIRED = "Required"

@@ -2,16 +2,30 @@
 
 `validate_object` follows the apiserver's create pipeline (`upstream-rules.md` §3.0);
 `validate_update` its update pipeline (§3.6). Both accept any JSON-like value and
-never raise for bad input.
+never raise for bad input. The webhook, the linter and the converter all call these.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from draguard.schema.errors import FieldError
+from draguard.schema.conversion import ORDER_ANNOTATION, Origin, decode_order, parallel_to_nested
+from draguard.schema.conversion import PARALLEL_KEY as _PARALLEL
+from draguard.schema.conversion import spec_v1beta1_to_hub
+from draguard.schema.defaults import default_claim_spec
+from draguard.schema.errors import FieldError, ErrorType, forbidden, invalid, required, too_many
+from draguard.schema.gates import drop_disabled_fields
+from draguard.schema.meta import validate_object_meta, validate_template_meta
 from draguard.schema.options import DEFAULT_OPTIONS, Options
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import Release
+from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, Rules
+from draguard.schema.errors import unknown_field
+from draguard.schema.shapes import DocumentType, document_node, identify, read
+
+__all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +35,8 @@ class Verdict:
     `skipped` is true for anything that is not a ResourceClaim or ResourceClaimTemplate
     of a known resource.k8s.io version; such documents carry no errors.
     `shape` is `v1`, `v1beta2`, `v1beta1` or `parallel`. `internal` is the object in the
-    hub (v1) shape after defaulting, conversion and gate drops, when it could be built.
+    hub (v1) shape after defaulting, conversion and gate drops, when it could be built;
+    `dropped` lists what the release's disabled gates removed (§3.8).
     """
 
     kind: str | None
@@ -33,17 +48,237 @@ class Verdict:
     skipped: bool = False
     skip_reason: str = ""
     internal: dict[str, Any] | None = field(default=None, compare=False)
+    dropped: tuple[FieldPath, ...] = ()
 
     @property
     def valid(self) -> bool:
         return not self.skipped and not self.errors
 
 
+@dataclass
+class Prepared:
+    """A document taken through the create pipeline up to (not including) the rules."""
+
+    doc_type: DocumentType
+    document: dict[str, Any]  # the clean copy; for parallel input its spec is nested
+    claim_spec: dict[str, Any]  # hub shape, defaulted, gate-dropped (inside `document`)
+    spec_path: FieldPath
+    findings: list[FieldError]  # Unknown / Malformed from reading
+    origins: list[Origin] | None  # parallel input: where each nested request came from
+    dropped: list[FieldPath]
+
+
+def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Prepared:
+    """Read, default (§4), convert (§5.2) and drop gated fields (§3.8), as the apiserver does."""
+    release = options.release
+    node = document_node(doc_type.kind, doc_type.version, release, doc_type.parallel)
+    reading = read(obj, node, FieldPath(), doc_type.api_version)
+    document: dict[str, Any] = reading.value if isinstance(reading.value, dict) else {}
+    findings = reading.findings
+    if not release.has_api_version(doc_type.version):
+        findings.insert(0, unknown_field(
+            FieldPath.root("apiVersion"), f"{doc_type.api_version} does not exist in Kubernetes {release.name}"
+        ))
+    meta = document.setdefault("metadata", {})
+    if options.default_namespace and not meta.get("namespace"):
+        meta["namespace"] = options.default_namespace
+    holder, spec_path = _spec_holder(document, doc_type.kind)
+    claim_spec: dict[str, Any] = holder.setdefault("spec", {})
+    origins = None
+    if doc_type.parallel:
+        devices = claim_spec.get("devices", {})
+        nested, origins = parallel_to_nested(devices, decode_order(meta.get("annotations")))
+        claim_spec["devices"] = nested
+    default_claim_spec(claim_spec, doc_type.version)
+    if doc_type.version == "v1beta1":
+        claim_spec = spec_v1beta1_to_hub(claim_spec)
+        holder["spec"] = claim_spec
+    dropped = drop_disabled_fields(claim_spec, spec_path, release)
+    return Prepared(doc_type, document, claim_spec, spec_path, findings, origins, dropped)
+
+
+def _spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
+    """The mapping that holds the claim spec under key `spec`, and the spec's path."""
+    if kind == "ResourceClaimTemplate":
+        return document.setdefault("spec", {}), FieldPath.root("spec", "spec")
+    return document, FieldPath.root("spec")
+
+
 def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     """Validate one object as the apiserver would on create."""
-    raise NotImplementedError
+    doc_type = identify(obj)
+    if doc_type is None:
+        return _skipped(obj)
+    prepared = prepare(obj, doc_type, options)
+    errors = [*prepared.findings, *_create_errors(prepared, options)]
+    return _verdict(prepared, errors)
+
+
+def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
+    """§3.0 step 5, in upstream's order (§3.4)."""
+    rules = Rules(options.release)
+    document, kind = prepared.document, prepared.doc_type.kind
+    yield from _admin_access_errors(prepared.claim_spec, options)
+    yield from validate_object_meta(document["metadata"], FieldPath.root("metadata"))
+    if kind == "ResourceClaimTemplate":
+        yield from validate_template_meta(document["spec"].get("metadata", {}), FieldPath.root("spec", "metadata"))
+    spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
+    if prepared.origins is None:
+        yield from spec_errors
+    else:
+        yield from _parallel_errors(prepared, spec_errors)
+
+
+def _admin_access_errors(spec: dict[str, Any], options: Options) -> Iterator[FieldError]:
+    """§3.7: only the first request with adminAccess is checked, at a path without `exactly`."""
+    labels, release = options.namespace_labels, options.release
+    if labels is None or not release.admin_access:
+        return
+    for i, request in enumerate(spec.get("devices", {}).get("requests", [])):
+        exactly = request.get("exactly") if isinstance(request, dict) else None
+        if isinstance(exactly, dict) and exactly.get("adminAccess") is True:
+            label = release.admin_access_label
+            if labels.get(label) != "true":
+                yield forbidden(
+                    FieldPath.root("spec", "devices", "requests").index(i).child("adminAccess"),
+                    f"admin access to devices requires the `{label}: true` label on the containing namespace",
+                )
+            return
+
+
+def _parallel_errors(prepared: Prepared, errors: Iterator[FieldError]) -> Iterator[FieldError]:
+    """Contract §2: the nested rules at the parallel document's own paths, plus its own rules."""
+    origins = prepared.origins or []
+    devices_path = prepared.spec_path.child("devices")
+    entries = _parallel_entries(prepared)
+    if len(entries) > REQUESTS_MAX:
+        yield too_many(devices_path.child(_PARALLEL), len(entries), REQUESTS_MAX)
+    requests_path = devices_path.child("requests")
+    for err in errors:
+        mapped = _map_parallel_path(err.path, requests_path, devices_path, origins)
+        if mapped is None:
+            yield err
+            continue
+        origin, path = mapped
+        if origin.list_name == _PARALLEL and err.type is ErrorType.REQUIRED and err.detail == ONE_OF_REQUIRED:
+            yield required(path.child("options"))  # contract §2: an entry without options
+            continue
+        yield err.with_path(path)
+
+
+def _parallel_entries(prepared: Prepared) -> list[Any]:
+    return [o for o in prepared.origins or [] if o.list_name == _PARALLEL]
+
+
+def _map_parallel_path(
+    path: FieldPath, requests_path: FieldPath, devices_path: FieldPath, origins: list[Origin]
+) -> tuple[Origin, FieldPath] | None:
+    parts, base = path.parts, requests_path.parts
+    if len(parts) <= len(base) or parts[: len(base)] != base:
+        return None
+    index = parts[len(base)]
+    if not isinstance(index, int) or index >= len(origins):
+        return None
+    origin = origins[index]
+    rest = list(parts[len(base) + 1 :])
+    if origin.list_name == _PARALLEL and rest and rest[0] == "firstAvailable":
+        rest[0] = "options"
+    new = devices_path.child(origin.list_name).index(origin.index)
+    return origin, FieldPath(new.parts + tuple(rest))
 
 
 def validate_update(old: Any, new: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
-    """Validate an update as the apiserver would: metadata rules plus an immutable spec."""
-    raise NotImplementedError
+    """Validate an update: metadata rules, immutable metadata identity, immutable spec (§3.6)."""
+    new_type, old_type = identify(new), identify(old)
+    if new_type is None:
+        return _skipped(new)
+    prepared = prepare(new, new_type, options)
+    errors: list[FieldError] = list(prepared.findings)
+    meta_path = FieldPath.root("metadata")
+    errors += validate_object_meta(prepared.document["metadata"], meta_path)
+    if old_type is None or old_type.kind != new_type.kind:
+        errors.append(invalid(FieldPath.root("kind"), new_type.kind, "field is immutable"))
+        return _verdict(prepared, errors)
+    old_prepared = prepare(old, old_type, options)
+    errors += _immutable_meta(old_prepared.document["metadata"], prepared.document["metadata"], meta_path)
+    old_spec, new_spec = _comparable_spec(old_prepared), _comparable_spec(prepared)
+    if _semantic(old_spec) != _semantic(new_spec):
+        errors.append(invalid(FieldPath.root("spec"), _go_field_names(new_spec), "field is immutable"))
+    if new_type.kind == "ResourceClaimTemplate" and options.release.minor == 34:
+        # The 1.34-era template strategy re-ran the full create validation (§3.6).
+        errors += _create_errors(prepared, options)
+    return _verdict(prepared, errors)
+
+
+def _immutable_meta(old: dict[str, Any], new: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    for key in ("name", "namespace", "uid"):
+        if old.get(key, "") and new.get(key, "") != old.get(key, ""):
+            yield invalid(path.child(key), new.get(key, ""), "field is immutable")
+
+
+def _comparable_spec(prepared: Prepared) -> dict[str, Any]:
+    """The whole `spec` in the hub shape (for templates including `spec.metadata`)."""
+    spec = prepared.document.get("spec", {})
+    return spec if isinstance(spec, dict) else {}
+
+
+def _semantic(value: Any) -> Any:
+    """Semantic deep-equality form: nil and empty lists/maps are equal (§3.6)."""
+    if isinstance(value, dict):
+        out = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
+def _go_field_names(value: Any) -> Any:
+    """Render like the apiserver's JSON of the internal Go struct (capitalised names, §6.7)."""
+    if isinstance(value, dict):
+        return {k[:1].upper() + k[1:]: _go_field_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_go_field_names(v) for v in value]
+    return value
+
+
+def _verdict(prepared: Prepared, errors: list[FieldError]) -> Verdict:
+    meta = prepared.document.get("metadata", {})
+    return Verdict(
+        kind=prepared.doc_type.kind,
+        api_version=prepared.doc_type.api_version,
+        name=meta.get("name") or meta.get("generateName"),
+        namespace=meta.get("namespace"),
+        shape=prepared.doc_type.shape,
+        errors=tuple(errors),
+        internal=prepared.document,
+        dropped=tuple(prepared.dropped),
+    )
+
+
+def _skipped(obj: Any) -> Verdict:
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    api_version = obj.get("apiVersion") if isinstance(obj, dict) else None
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return Verdict(
+        kind=kind if isinstance(kind, str) else None,
+        api_version=api_version if isinstance(api_version, str) else None,
+        name=name if isinstance(name, str) else None,
+        namespace=namespace if isinstance(namespace, str) else None,
+        shape=None,
+        skipped=True,
+        skip_reason=_skip_reason(kind, api_version),
+    )
+
+
+def _skip_reason(kind: Any, api_version: Any) -> str:
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return "not a Kubernetes object (no kind/apiVersion)"
+    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        return f"{kind} in {api_version} is not a version draguard knows (v1, v1beta2, v1beta1)"
+    return f"{kind} is not a DRA claim or template"
+
+
+def release_of(options: Options) -> Release:
+    return options.release

@@ -1,0 +1,63 @@
+"""Upstream defaulting of a versioned claim spec (`upstream-rules.md` §4).
+
+Runs on the versioned (clean, already read) object before conversion, in place, as
+the generated defaulters do. Only the request fields are touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+
+
+def default_claim_spec(spec: dict[str, Any], version: str) -> None:
+    """Apply §4.1 (v1, v1beta2) or §4.2 (v1beta1) to `spec` in place."""
+    devices = spec.get("devices")
+    if not isinstance(devices, dict):
+        return
+    for request in _dicts(devices.get("requests")):
+        if version == "v1beta1":
+            # §4.2: request-level allocation defaults only for a flat request with a class.
+            if request.get("deviceClassName", ""):
+                default_allocation(request)
+            default_tolerations(request)
+        else:
+            exactly = request.get("exactly")
+            if isinstance(exactly, dict):  # §4.1: an empty `exactly: {}` is defaulted too
+                default_allocation(exactly)
+                default_tolerations(exactly)
+        for sub in _dicts(request.get("firstAvailable")):
+            default_allocation(sub)
+            default_tolerations(sub)
+    for option_list in _prioritized_options(devices):
+        for sub in option_list:
+            default_allocation(sub)
+            default_tolerations(sub)
+
+
+def default_allocation(request: dict[str, Any]) -> None:
+    """allocationMode "" → ExactCount, then ExactCount with count 0 → 1 (§4.1)."""
+    if not request.get("allocationMode", ""):
+        request["allocationMode"] = EXACT_COUNT
+    if request["allocationMode"] == EXACT_COUNT and not request.get("count", 0):
+        request["count"] = 1
+
+
+def default_tolerations(request: dict[str, Any]) -> None:
+    """Toleration operator "" → Equal (generated defaulter, §4.1/§4.2)."""
+    for toleration in _dicts(request.get("tolerations")):
+        if not toleration.get("operator", ""):
+            toleration["operator"] = "Equal"
+
+
+def _prioritized_options(devices: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The parallel shape's options, which default like subrequests."""
+    return [list(_dicts(entry.get("options"))) for entry in _dicts(devices.get("prioritizedRequests"))]
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, dict)]

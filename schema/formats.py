@@ -1,0 +1,138 @@
+"""Name formats and their exact apimachinery messages (`upstream-rules.md` §3.2).
+
+Each `*_messages` function returns the list of messages apimachinery's `Is…` helper
+returns; callers turn each into one `Invalid` at their own path, as upstream does.
+"""
+
+from __future__ import annotations
+
+import re
+
+_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
+_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+
+_LABEL_RE = re.compile(_LABEL_FMT)
+_SUBDOMAIN_RE = re.compile(_SUBDOMAIN_FMT)
+_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+C_IDENTIFIER_MAX = 32  # DeviceMaxIDLength (§2.4)
+DRIVER_NAME_MAX = 63  # DriverNameMaxLength (§2.4)
+
+
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery `RegexError`, including its double space before each "or"."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    quoted = " or ".join(f"'{ex}', " for ex in examples)
+    return f"{msg} (e.g. {quoted}regex used for validation is '{fmt}')"
+
+
+def max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+DNS1123_LABEL_MSG = regex_error(
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character",
+    _LABEL_FMT,
+    "my-name",
+    "123-abc",
+)
+DNS1123_SUBDOMAIN_MSG = regex_error(
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character",
+    _SUBDOMAIN_FMT,
+    "example.com",
+)
+_QUALIFIED_NAME_BODY = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+QUALIFIED_NAME_MSG = regex_error(_QUALIFIED_NAME_BODY, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+LABEL_VALUE_MSG = regex_error(
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character",
+    _LABEL_VALUE_FMT,
+    "MyValue",
+    "my_value",
+    "12345",
+)
+C_IDENTIFIER_MSG = regex_error(
+    "a valid C identifier must start with alphabetic character or '_', followed by a string of "
+    "alphanumeric characters or '_'",
+    _C_IDENTIFIER_FMT,
+    "my_name",
+    "MY_NAME",
+    "MyName",
+)
+
+
+def dns1123_label_messages(value: str) -> list[str]:
+    """`IsDNS1123Label`: an empty string gets the regex message, not Required."""
+    msgs: list[str] = []
+    if len(value) > DNS1123_LABEL_MAX:
+        msgs.append(max_len_error(DNS1123_LABEL_MAX))
+    if not _LABEL_RE.fullmatch(value):
+        if _SUBDOMAIN_RE.fullmatch(value):
+            msgs.append("must not contain dots")
+        else:
+            msgs.append(DNS1123_LABEL_MSG)
+    return msgs
+
+
+def dns1123_subdomain_messages(value: str) -> list[str]:
+    msgs: list[str] = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        msgs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _SUBDOMAIN_RE.fullmatch(value):
+        msgs.append(DNS1123_SUBDOMAIN_MSG)
+    return msgs
+
+
+def qualified_name_messages(value: str) -> list[str]:
+    """`IsQualifiedName`: an optional DNS-subdomain prefix, a slash, and a name ≤ 63."""
+    msgs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            msgs.append("prefix part must be non-empty")
+        else:
+            msgs.extend("prefix part " + m for m in dns1123_subdomain_messages(prefix))
+    else:
+        return [
+            "a qualified name "
+            + QUALIFIED_NAME_MSG
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        msgs.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX:
+        msgs.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
+    if not _QUALIFIED_NAME_RE.fullmatch(name):
+        msgs.append("name part " + QUALIFIED_NAME_MSG)
+    return msgs
+
+
+def label_value_messages(value: str) -> list[str]:
+    msgs: list[str] = []
+    if len(value) > LABEL_VALUE_MAX:
+        msgs.append(max_len_error(LABEL_VALUE_MAX))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        msgs.append(LABEL_VALUE_MSG)
+    return msgs
+
+
+def c_identifier_matches(value: str) -> bool:
+    return bool(_C_IDENTIFIER_RE.fullmatch(value))

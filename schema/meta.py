@@ -1,0 +1,90 @@
+"""ObjectMeta rules for claims and templates (`upstream-rules.md` §3.3 rules 1–2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from draguard.schema import formats
+from draguard.schema.errors import FieldError, forbidden, invalid, required, too_long
+from draguard.schema.paths import FieldPath
+
+TOTAL_ANNOTATION_SIZE = 256 * 1024
+
+# ObjectMeta fields in Go struct order, with the path segment `validateFieldAllowList`
+# prints (Go field name, first letter lower-cased: hence `uID`) — rule 2.
+_TEMPLATE_META_FIELDS = (
+    ("name", "name"),
+    ("generateName", "generateName"),
+    ("namespace", "namespace"),
+    ("selfLink", "selfLink"),
+    ("uid", "uID"),
+    ("resourceVersion", "resourceVersion"),
+    ("generation", "generation"),
+    ("creationTimestamp", "creationTimestamp"),
+    ("deletionTimestamp", "deletionTimestamp"),
+    ("deletionGracePeriodSeconds", "deletionGracePeriodSeconds"),
+    ("ownerReferences", "ownerReferences"),
+    ("finalizers", "finalizers"),
+    ("managedFields", "managedFields"),
+)
+
+
+def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    """`ValidateObjectMeta` with a required namespace and a DNS-subdomain name (rule 1)."""
+    generate_name = meta.get("generateName", "")
+    if generate_name:
+        # A generateName prefix may end in '-' (apimachinery masks the trailing dash).
+        masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
+        for msg in formats.dns1123_subdomain_messages(masked):
+            yield invalid(path.child("generateName"), generate_name, msg)
+    name = meta.get("name", "")
+    if not name:
+        # On create the apiserver fills the name from generateName before validating.
+        if not generate_name:
+            yield required(path.child("name"), "name or generateName is required")
+    else:
+        for msg in formats.dns1123_subdomain_messages(name):
+            yield invalid(path.child("name"), name, msg)
+    namespace = meta.get("namespace", "")
+    if not namespace:
+        yield required(path.child("namespace"))
+    else:
+        for msg in formats.dns1123_label_messages(namespace):
+            yield invalid(path.child("namespace"), namespace, msg)
+    if meta.get("generation", 0) < 0:
+        yield invalid(path.child("generation"), meta["generation"], "must be greater than or equal to 0")
+    yield from validate_labels(meta.get("labels", {}), path.child("labels"))
+    yield from validate_annotations(meta.get("annotations", {}), path.child("annotations"))
+
+
+def validate_labels(labels: dict[str, str], path: FieldPath) -> Iterator[FieldError]:
+    """Errors are reported at `…labels` itself, not per key, as upstream does."""
+    for key, value in labels.items():
+        for msg in formats.qualified_name_messages(key):
+            yield invalid(path, key, msg)
+        for msg in formats.label_value_messages(value):
+            yield invalid(path, value, msg)
+
+
+def validate_annotations(annotations: dict[str, str], path: FieldPath) -> Iterator[FieldError]:
+    total = 0
+    for key, value in annotations.items():
+        for msg in formats.qualified_name_messages(key.lower()):
+            yield invalid(path, key, msg)
+        total += len(key.encode()) + len(value.encode())
+    if total > TOTAL_ANNOTATION_SIZE:
+        yield too_long(path, TOTAL_ANNOTATION_SIZE)
+
+
+def validate_template_meta(meta: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    """Rule 2: a template's `spec.metadata` may hold only labels and annotations."""
+    yield from validate_annotations(meta.get("annotations", {}), path.child("annotations"))
+    yield from validate_labels(meta.get("labels", {}), path.child("labels"))
+    for json_name, go_name in _TEMPLATE_META_FIELDS:
+        if _non_zero(meta.get(json_name)):
+            yield forbidden(path.child(go_name), "cannot be set")
+
+
+def _non_zero(value: Any) -> bool:
+    return value not in (None, "", 0, [], {})

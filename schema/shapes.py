@@ -1,0 +1,307 @@
+"""The wire shapes of each API version, and reading a document against them.
+
+Reading is what the apiserver's strict decoder does before any rule runs (§3.0 step
+1): a field the version does not have is `Unknown`, a wrong JSON type `Malformed`.
+Reading never raises; it returns a clean copy holding only well-typed, known
+fields (JSON `null` counts as absent, as Go's decoder leaves such fields zero), so
+the later pipeline steps may mutate it freely without touching the caller's object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Union
+
+from draguard.schema.errors import FieldError, malformed, unknown_field
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import GROUP, Release
+
+KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+VERSIONS = ("v1", "v1beta2", "v1beta1")
+PARALLEL_KEY = "prioritizedRequests"
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
+
+
+@dataclass(frozen=True)
+class Obj:
+    """A JSON object with a closed set of fields (`open` ones accept anything else too)."""
+
+    type_name: str
+    fields: Mapping[str, Node]
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Node
+
+
+@dataclass(frozen=True)
+class MapOf:
+    value: Node
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """`string`, `integer`, `boolean`, `quantity`, `any` or `raw` (RawExtension: null kept)."""
+
+    kind: str
+
+
+Node = Union[Obj, ListOf, MapOf, Scalar]  # noqa: UP007 - a runtime alias used in dataclass fields
+
+STRING, INTEGER, BOOLEAN = Scalar("string"), Scalar("integer"), Scalar("boolean")
+QUANTITY, ANY, RAW = Scalar("quantity"), Scalar("any"), Scalar("raw")
+
+OBJECT_META = Obj(
+    "ObjectMeta",
+    {
+        "name": STRING,
+        "generateName": STRING,
+        "namespace": STRING,
+        "selfLink": STRING,
+        "uid": STRING,
+        "resourceVersion": STRING,
+        "generation": INTEGER,
+        "creationTimestamp": ANY,
+        "deletionTimestamp": ANY,
+        "deletionGracePeriodSeconds": INTEGER,
+        "labels": MapOf(STRING),
+        "annotations": MapOf(STRING),
+        "ownerReferences": ListOf(Obj("OwnerReference", {}, open=True)),
+        "finalizers": ListOf(STRING),
+        "managedFields": ListOf(Obj("ManagedFieldsEntry", {}, open=True)),
+    },
+)
+
+SELECTOR = Obj("DeviceSelector", {"cel": Obj("CELDeviceSelector", {"expression": STRING})})
+TOLERATION = Obj(
+    "DeviceToleration",
+    {
+        "key": STRING,
+        "operator": STRING,
+        "value": STRING,
+        "effect": STRING,
+        "tolerationSeconds": INTEGER,
+    },
+)
+CAPACITY = Obj("CapacityRequirements", {"requests": MapOf(QUANTITY)})
+
+
+def _exact_fields(release: Release, *, admin: bool) -> dict[str, Node]:
+    """Fields of ExactDeviceRequest / DeviceSubRequest (§2.1); capacity from 1.34 (§2.3)."""
+    fields: dict[str, Node] = {
+        "deviceClassName": STRING,
+        "selectors": ListOf(SELECTOR),
+        "allocationMode": STRING,
+        "count": INTEGER,
+    }
+    if admin:
+        fields["adminAccess"] = BOOLEAN
+    fields["tolerations"] = ListOf(TOLERATION)
+    if release.has_capacity_fields:
+        fields["capacity"] = CAPACITY
+    return fields
+
+
+@cache
+def claim_spec_node(version: str, release: Release, parallel: bool) -> Obj:
+    """The `ResourceClaimSpec` of one version in one release (optionally the parallel shape)."""
+    subrequest = Obj("DeviceSubRequest", {"name": STRING, **_exact_fields(release, admin=False)})
+    if version == "v1beta1":
+        request = Obj(
+            "DeviceRequest",
+            {"name": STRING, **_exact_fields(release, admin=True), "firstAvailable": ListOf(subrequest)},
+        )
+    else:
+        exact = Obj("ExactDeviceRequest", _exact_fields(release, admin=True))
+        request = Obj(
+            "DeviceRequest",
+            {"name": STRING, "exactly": exact, "firstAvailable": ListOf(subrequest)},
+        )
+    constraint_fields: dict[str, Node] = {"requests": ListOf(STRING), "matchAttribute": STRING}
+    if release.has_capacity_fields:
+        constraint_fields["distinctAttribute"] = STRING
+    config = Obj(
+        "DeviceClaimConfiguration",
+        {
+            "requests": ListOf(STRING),
+            "opaque": Obj("OpaqueDeviceConfiguration", {"driver": STRING, "parameters": RAW}),
+        },
+    )
+    devices: dict[str, Node] = {
+        "requests": ListOf(request),
+        "constraints": ListOf(Obj("DeviceConstraint", constraint_fields)),
+        "config": ListOf(config),
+    }
+    if parallel:
+        devices[PARALLEL_KEY] = ListOf(
+            Obj("PrioritizedDeviceRequest", {"name": STRING, "options": ListOf(subrequest)})
+        )
+    return Obj("ResourceClaimSpec", {"devices": Obj("DeviceClaim", devices)})
+
+
+@cache
+def document_node(kind: str, version: str, release: Release, parallel: bool) -> Obj:
+    spec = claim_spec_node(version, release, parallel)
+    top: dict[str, Node] = {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT_META}
+    if kind == "ResourceClaimTemplate":
+        top["spec"] = Obj("ResourceClaimTemplateSpec", {"metadata": OBJECT_META, "spec": spec})
+    else:
+        top["spec"] = spec
+        top["status"] = ANY  # reset on create (§3.0 step 4); its own rules are not in scope
+    return Obj(kind, top)
+
+
+@dataclass
+class Reading:
+    """The clean copy of a document and what reading it found."""
+
+    value: Any
+    findings: list[FieldError] = field(default_factory=list)
+
+
+_DROP = object()
+
+
+def read(value: Any, node: Node, path: FieldPath, api_version: str) -> Reading:
+    """Check `value` against `node`; return the clean copy and Unknown/Malformed findings."""
+    findings: list[FieldError] = []
+    clean = _read(value, node, path, api_version, findings)
+    return Reading(None if clean is _DROP else clean, findings)
+
+
+def _read(value: Any, node: Node, path: FieldPath, api_version: str, out: list[FieldError]) -> Any:
+    if isinstance(node, Obj):
+        return _read_object(value, node, path, api_version, out)
+    if isinstance(node, ListOf):
+        if not isinstance(value, list):
+            out.append(malformed(path, f"expected array, got {json_type(value)}"))
+            return _DROP
+        items = []
+        for i, item in enumerate(value):
+            clean = _read(item, node.item, path.index(i), api_version, out)
+            # A malformed item keeps its slot (as null) so later indexes stay the user's.
+            items.append(None if clean is _DROP else clean)
+        return items
+    if isinstance(node, MapOf):
+        if not isinstance(value, dict):
+            out.append(malformed(path, f"expected object, got {json_type(value)}"))
+            return _DROP
+        result = {}
+        for key, item in value.items():
+            clean = _read(item, node.value, path.key(str(key)), api_version, out)
+            if clean is not _DROP:
+                result[str(key)] = clean
+        return result
+    return _read_scalar(value, node, path, out)
+
+
+def _read_object(
+    value: Any, node: Obj, path: FieldPath, api_version: str, out: list[FieldError]
+) -> Any:
+    if not isinstance(value, dict):
+        out.append(malformed(path, f"expected object, got {json_type(value)}"))
+        return _DROP
+    result: dict[str, Any] = {}
+    for key, item in value.items():
+        child = node.fields.get(key) if isinstance(key, str) else None
+        if child is None:
+            if node.open:
+                result[str(key)] = item
+            else:
+                out.append(unknown_field(path.child(str(key)), f"{api_version} {node.type_name} has no such field"))
+            continue
+        if item is None and child is not RAW:
+            continue
+        clean = _read(item, child, path.child(key), api_version, out)
+        if clean is not _DROP:
+            result[key] = clean
+    return result
+
+
+def _read_scalar(value: Any, node: Scalar, path: FieldPath, out: list[FieldError]) -> Any:
+    kind = node.kind
+    if kind in ("any", "raw"):
+        return value
+    if kind == "string":
+        ok = isinstance(value, str)
+    elif kind == "boolean":
+        ok = isinstance(value, bool)
+    elif kind == "integer":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and not _INT64_MIN <= value <= _INT64_MAX:
+            out.append(malformed(path, "integer out of int64 range"))
+            return _DROP
+    else:  # quantity: a number or a string in Kubernetes quantity syntax
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        ok = isinstance(value, str) and bool(_QUANTITY_RE.fullmatch(value))
+        if isinstance(value, str) and not ok:
+            out.append(malformed(path, f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
+            return _DROP
+    if not ok:
+        out.append(malformed(path, f"expected {kind}, got {json_type(value)}"))
+        return _DROP
+    return value
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentType:
+    """What a document claims to be: kind, version and shape."""
+
+    kind: str
+    version: str
+    parallel: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{GROUP}/{self.version}"
+
+    @property
+    def shape(self) -> str:
+        return "parallel" if self.parallel else self.version
+
+
+def identify(obj: Any) -> DocumentType | None:
+    """Recognise a ResourceClaim(Template) of a known resource.k8s.io version, else None."""
+    if not isinstance(obj, dict):
+        return None
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if kind not in KINDS or not isinstance(api_version, str):
+        return None
+    group, _, version = api_version.partition("/")
+    if group != GROUP or version not in VERSIONS:
+        return None
+    return DocumentType(kind, version, _has_parallel_list(obj, kind))
+
+
+def _has_parallel_list(obj: dict[str, Any], kind: str) -> bool:
+    spec = obj.get("spec")
+    if kind == "ResourceClaimTemplate" and isinstance(spec, dict):
+        spec = spec.get("spec")
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    return isinstance(devices, dict) and PARALLEL_KEY in devices
