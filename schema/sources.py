@@ -83,7 +83,7 @@ class Position:
 
 # --- finding and reading inputs ------------------------------------------------------
 
-def expand_paths(paths: Iterable[str]) -> Iterator[str | Unreadable]:
+def expand_paths(paths: Iterable[str]) -> Iterator[str]:
     """Each argument as given, folders replaced by their manifests (recursively, sorted).
 
     A file named explicitly is read whatever its suffix; inside folders only `*.yaml`,
@@ -93,8 +93,7 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str | Unreadable]:
         if path == STDIN or not os.path.isdir(path):
             yield path
             continue
-        found = sorted(_walk_manifests(path))
-        yield from found
+        yield from sorted(_walk_manifests(path))
 
 
 def _walk_manifests(folder: str) -> Iterator[str]:

@@ -1,0 +1,142 @@
+"""`draguard lint PATH… | -`: validate DRA claims and templates as the apiserver would.
+
+Parse options → read inputs → check every document → render → exit code
+(`contract.md` §4): 0 all valid, 1 findings, 2 usage or unreadable input. Unreadable
+inputs are named on stderr and the others are still checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import BinaryIO, TextIO
+
+from draguard.schema import lint, releases
+from draguard.schema.options import Options
+from draguard.schema.report import REPORTERS, Report, render
+from draguard.schema.sources import Chunk, Unreadable, expand_paths, read_source, split_documents
+from draguard.schema.validate import validate_object
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so `main` stays callable in-process."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="draguard lint", description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin")
+    parser.add_argument("-o", "--output", choices=list(REPORTERS), default="text")
+    parser.add_argument("--kubernetes-version", default=releases.DEFAULT_RELEASE.name,
+                        help="imitate this release (default: %(default)s)")
+    parser.add_argument("-n", "--namespace", default="default",
+                        help="namespace for objects without one, as kubectl fills it")
+    parser.add_argument("--namespace-labels", metavar="K=V,...",
+                        help="labels of the objects' namespace; without them the admin-access "
+                             "namespace check (upstream-rules.md §3.7) is skipped")
+    parser.add_argument("-j", "--jobs", type=int, default=1,
+                        help="processes to use (0: one per core)")
+    parser.add_argument("--fail-on-warning", action="store_true",
+                        help="exit 1 on warnings too")
+    parser.add_argument("--disable", action="append", default=[], metavar="CODE",
+                        help="drop warnings with this code (repeatable, or comma-separated)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="say on stderr what was skipped and why")
+    return parser
+
+
+def parse_labels(text: str | None) -> dict[str, str] | None:
+    """`k=v,k2=v2` → a dict; an empty value is allowed (`k=`), a missing `=` is not."""
+    if text is None:
+        return None
+    labels: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _UsageError(f"--namespace-labels: expected KEY=VALUE, got {pair!r}")
+        labels[key] = value
+    return labels
+
+
+def build_options(args: argparse.Namespace) -> Options:
+    try:
+        release = releases.release(args.kubernetes_version)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    return Options(release=release, namespace_labels=parse_labels(args.namespace_labels),
+                   default_namespace=args.namespace)
+
+
+def main(
+    argv: Sequence[str], *, validate: lint.Validator = validate_object,
+    stdin: BinaryIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None,
+) -> int:
+    """Run `draguard lint` with `argv`; returns the exit code (never raises SystemExit)."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+        options = build_options(args)
+        jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    except _UsageError as exc:
+        err.write(f"{parser.format_usage()}draguard lint: error: {exc}\n")
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+
+    chunks, unreadable = _read_all(args.paths, stdin)
+    for bad in unreadable:
+        err.write(f"draguard lint: cannot read {bad.name}: {bad.reason}\n")
+    if args.verbose and options.namespace_labels is None:
+        err.write("draguard lint: admin-access namespace check (upstream-rules.md §3.7) "
+                  "skipped: no --namespace-labels given\n")
+
+    report = Report(disabled=frozenset(_codes(args.disable)))
+    report.extend(lint.run(chunks, options=options, validate=validate, jobs=jobs))
+    if args.verbose:
+        for result in report.results:
+            if result.skipped:
+                err.write(f"{result.file}:{result.line}: skipped document {result.document}"
+                          f" ({result.kind or 'no kind'}): {result.skip_reason}\n")
+    _write(out, render(report, args.output))
+    if unreadable:
+        return EXIT_USAGE
+    return EXIT_FINDINGS if report.has_findings(fail_on_warning=args.fail_on_warning) else EXIT_OK
+
+
+def _read_all(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[Chunk], list[Unreadable]]:
+    chunks: list[Chunk] = []
+    unreadable: list[Unreadable] = []
+    for path in expand_paths(paths):
+        source = read_source(path, stdin)
+        if isinstance(source, Unreadable):
+            unreadable.append(source)
+        else:
+            chunks.extend(split_documents(source))
+    return chunks, unreadable
+
+
+def _codes(values: Sequence[str]) -> list[str]:
+    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+
+
+def _write(stream: TextIO, text: str) -> None:
+    """Write text whatever the terminal's encoding (file names and values may be any text)."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+    stream.flush()

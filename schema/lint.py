@@ -1,0 +1,231 @@
+"""Lint: each document through the rule set, its findings placed in the user's own file.
+
+`check_chunk` is pure (a chunk in, results out) so that `run` can spread documents over
+processes. Positions are computed only for documents that have findings: composing a
+node tree costs about as much as parsing, and most documents in a repository are valid.
+
+Where a finding points (`contract.md` §3): rule paths are those of the internal shape,
+so for v1beta1 input `requests[i].exactly.X` is looked up as the flat `requests[i].X`
+(`upstream-rules.md` §5.0); parallel-shape and v1/v1beta2 paths are already the user's.
+The §3.7 admin-access error has neither `.exactly` nor a template's `spec.spec` (an
+upstream quirk), so both are tried. A path that does not exist (a Required field) points
+at its nearest existing parent.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from draguard.schema import errors
+from draguard.schema.errors import FieldError
+from draguard.schema.options import Options
+from draguard.schema.paths import FieldPath, Segment
+from draguard.schema.report import DocumentResult, Finding, LintWarning
+from draguard.schema.sources import Chunk, SyntaxProblem, compose, load, locate
+from draguard.schema.validate import Verdict, validate_object
+
+Validator = Callable[..., Verdict]
+"""`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
+
+_BATCH = 64
+
+
+class _Located:
+    """Lazily composes a chunk's node tree once and places paths in it."""
+
+    def __init__(self, chunk: Chunk) -> None:
+        self.chunk = chunk
+        self._root: Any = None
+        self._composed = False
+
+    def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
+        if not self._composed:
+            self._root = compose(self.chunk)
+            self._composed = True
+        position = locate(self.chunk, self._root, candidates)
+        return position.line, position.column
+
+
+def check_chunk(
+    chunk: Chunk, *, options: Options, validate: Validator = validate_object
+) -> list[DocumentResult]:
+    """Every object of one document (one, or the items of a list), checked and located."""
+    value = load(chunk)
+    if isinstance(value, SyntaxProblem):
+        return [_broken(chunk, value)]
+    if value is None:  # `---` followed by nothing but `null` or `~`
+        return []
+    located = _Located(chunk)
+    items = _list_items(value)
+    if items is None:
+        return [_check_object(located, value, (), None, options, validate)]
+    return [
+        _check_object(located, item, ("items", j), j, options, validate)
+        for j, item in enumerate(items)
+    ]
+
+
+def _list_items(value: Any) -> list[Any] | None:
+    """The items of a `kind: List` (or `<Kind>List`) document, else None.
+
+    Items of a typed list such as `ResourceClaimList` often omit their own
+    apiVersion and kind, as the apiserver returns them; they inherit the list's.
+    """
+    if not isinstance(value, dict):
+        return None
+    kind, items = value.get("kind"), value.get("items")
+    if not isinstance(kind, str) or not kind.endswith("List") or not isinstance(items, list):
+        return None
+    if kind == "List":
+        return items
+    inherited = {"apiVersion": value.get("apiVersion"), "kind": kind[: -len("List")]}
+    return [{**inherited, **item} if isinstance(item, dict) else item for item in items]
+
+
+def _check_object(
+    located: _Located, obj: Any, prefix: tuple[Segment, ...], item: int | None,
+    options: Options, validate: Validator,
+) -> DocumentResult:
+    chunk = located.chunk
+    if not isinstance(obj, dict):
+        err = errors.malformed(FieldPath(), f"expected an object, found {_json_type(obj)}")
+        line, column = located.place([prefix])
+        return DocumentResult(chunk.file, chunk.index, None, None, None, None,
+                              (_finding(err, line, column),), item=item, line=line)
+    try:
+        verdict = validate(obj, options=options)
+    except Exception as exc:  # a bug in the rule set must not hide the other documents
+        return _crashed(located, obj, prefix, item, exc)
+    if verdict.skipped:
+        return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
+                              verdict.name, verdict.namespace, item=item, skipped=True,
+                              skip_reason=verdict.skip_reason, line=chunk.line + 1)
+    warnings = tuple(getattr(verdict, "warnings", ()))
+    if not verdict.errors and not warnings:
+        return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
+                              verdict.name, verdict.namespace, item=item, line=chunk.line + 1)
+    found = tuple(
+        _finding(err, *located.place(candidate_paths(err.path, verdict.shape, prefix)))
+        for err in verdict.errors
+    )
+    advice = tuple(
+        LintWarning(str(w.path), str(w.code), str(w.message),
+                    *located.place(candidate_paths(w.path, verdict.shape, prefix)))
+        for w in warnings
+    )
+    line, _ = located.place([prefix])
+    return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
+                          verdict.name, verdict.namespace, found, advice, item=item, line=line)
+
+
+def candidate_paths(
+    path: FieldPath, shape: str | None, prefix: tuple[Segment, ...] = ()
+) -> list[tuple[Segment, ...]]:
+    """The node paths in the user's document that a rule path may stand for, best first."""
+    parts = path.parts
+    out: list[tuple[Segment, ...]] = []
+    if shape == "v1beta1":
+        out.append(_flatten_exactly(parts))
+    out.append(parts)
+    out.extend(_admin_access_variants(parts))
+    return [prefix + p for p in out]
+
+
+def _flatten_exactly(parts: tuple[Segment, ...]) -> tuple[Segment, ...]:
+    """`…requests[i].exactly.X` → `…requests[i].X` (v1beta1 is flat, §5.0)."""
+    return tuple(
+        part for k, part in enumerate(parts)
+        if not (part == "exactly" and k >= 2 and isinstance(parts[k - 1], int)
+                and parts[k - 2] == "requests")
+    )
+
+
+_ADMIN_ACCESS_PATH = ("spec", "devices", "requests")
+
+
+def _admin_access_variants(parts: tuple[Segment, ...]) -> list[tuple[Segment, ...]]:
+    """§3.7: `spec.devices.requests[i].adminAccess` for claims and templates in any shape."""
+    if len(parts) != 5 or parts[:3] != _ADMIN_ACCESS_PATH or parts[4] != "adminAccess":
+        return []
+    i = parts[3]
+    nested = ("spec", "devices", "requests", i, "exactly", "adminAccess")
+    return [nested, ("spec", *parts), ("spec", *nested)]
+
+
+def _finding(err: FieldError, line: int, column: int) -> Finding:
+    return Finding(err.field, err.type.value, err.message, line, column)
+
+
+def _broken(chunk: Chunk, problem: SyntaxProblem) -> DocumentResult:
+    err = errors.malformed(FieldPath(), problem.detail)
+    return DocumentResult(chunk.file, chunk.index, None, None, None, None,
+                          (_finding(err, problem.line, problem.column),), line=problem.line)
+
+
+def _crashed(
+    located: _Located, obj: dict[Any, Any], prefix: tuple[Segment, ...], item: int | None,
+    exc: Exception,
+) -> DocumentResult:
+    chunk = located.chunk
+    err = errors.internal_error(
+        FieldPath(), f"draguard could not check this object ({type(exc).__name__}: {exc})")
+    line, column = located.place([prefix])
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return DocumentResult(chunk.file, chunk.index, _text(obj.get("apiVersion")),
+                          _text(obj.get("kind")), _text(meta.get("name")),
+                          _text(meta.get("namespace")), (_finding(err, line, column),),
+                          item=item, line=line)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+# --- running over many documents ------------------------------------------------------
+
+def run(
+    chunks: Sequence[Chunk], *, options: Options, validate: Validator = validate_object,
+    jobs: int = 1,
+) -> Iterator[DocumentResult]:
+    """Check the chunks in order, in `jobs` processes when there is enough to share."""
+    if jobs <= 1 or len(chunks) < 2 * _BATCH:
+        for chunk in chunks:
+            yield from check_chunk(chunk, options=options, validate=validate)
+        return
+    size = max(8, min(_BATCH, len(chunks) // (jobs * 4)))
+    batches = [chunks[k : k + size] for k in range(0, len(chunks), size)]
+    # fork: workers inherit the imported rule set (and an injected validator) for free.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with context.Pool(jobs, initializer=_start_worker, initargs=(options, validate)) as pool:
+        for results in pool.imap(_check_batch, batches):
+            yield from results
+
+
+_worker: tuple[Options, Validator] | None = None
+
+
+def _start_worker(options: Options, validate: Validator) -> None:
+    global _worker
+    _worker = (options, validate)
+
+
+def _check_batch(batch: Sequence[Chunk]) -> list[DocumentResult]:
+    assert _worker is not None, "worker used before _start_worker"
+    options, validate = _worker
+    return [r for chunk in batch for r in check_chunk(chunk, options=options, validate=validate)]

@@ -1,0 +1,302 @@
+"""Lint results as values, one accumulator, and the reporters chosen by name.
+
+The JSON shape is a contract other tools parse (`contract.md` §4): keys, their order
+and their meaning are kept exactly; optional parts (`item`, `warnings`) appear only
+when they carry something. Skipped documents (other kinds) are counted in the summary
+but are not results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One upstream error in a document, located in the user's own file (`contract.md` §3)."""
+
+    field: str
+    type: str
+    message: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class LintWarning:
+    """A finding beyond upstream's rules: a stable kebab-case `code`; exit 0 unless asked."""
+
+    field: str
+    code: str
+    message: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentResult:
+    """The outcome for one object: a document, or one item of a `kind: List` document.
+
+    `document` is the position of the document in its file (`sources.Chunk.index`);
+    a list's items share it and carry `item`, their position in `items`.
+    `line` is where the object starts, for reporters that place the whole object.
+    """
+
+    file: str
+    document: int
+    api_version: str | None
+    kind: str | None
+    name: str | None
+    namespace: str | None
+    errors: tuple[Finding, ...] = ()
+    warnings: tuple[LintWarning, ...] = ()
+    item: int | None = None
+    skipped: bool = False
+    skip_reason: str = ""
+    line: int = 1
+
+    @property
+    def valid(self) -> bool:
+        return not self.skipped and not self.errors
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    documents: int
+    valid: int
+    invalid: int
+    skipped: int
+
+
+@dataclass(slots=True)
+class Report:
+    """Accumulates the results of one run; warnings with a disabled code are dropped here."""
+
+    disabled: frozenset[str] = frozenset()
+    results: list[DocumentResult] = field(default_factory=list)
+
+    def add(self, result: DocumentResult) -> None:
+        if self.disabled and result.warnings:
+            kept = tuple(w for w in result.warnings if w.code not in self.disabled)
+            result = replace(result, warnings=kept)
+        self.results.append(result)
+
+    def extend(self, results: Iterable[DocumentResult]) -> None:
+        for result in results:
+            self.add(result)
+
+    @property
+    def checked(self) -> list[DocumentResult]:
+        """The results reporters show: every object that was not skipped."""
+        return [r for r in self.results if not r.skipped]
+
+    def summary(self) -> Summary:
+        skipped = sum(1 for r in self.results if r.skipped)
+        valid = sum(1 for r in self.results if r.valid)
+        return Summary(len(self.results), valid, len(self.results) - skipped - valid, skipped)
+
+    def has_findings(self, *, fail_on_warning: bool = False) -> bool:
+        if any(r.errors for r in self.results):
+            return True
+        return fail_on_warning and any(r.warnings for r in self.results)
+
+
+# --- text --------------------------------------------------------------------------
+
+def render_text(report: Report) -> str:
+    """`file:line:col: field: message`, one finding a line, then a summary line."""
+    lines: list[str] = []
+    for result in report.checked:
+        for err in result.errors:
+            lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
+        for warn in result.warnings:
+            message = f"warning {warn.code}: {warn.message}"
+            lines.append(_text_line(result.file, warn.line, warn.column, warn.field, message))
+    s = report.summary()
+    lines.append(f"{s.documents} documents: {s.valid} valid, {s.invalid} invalid, "
+                 f"{s.skipped} skipped")
+    return "\n".join(lines) + "\n"
+
+
+def _text_line(file: str, line: int, column: int, field_text: str, message: str) -> str:
+    where = f"{file}:{line}:{column}:"
+    return f"{where} {field_text}: {message}" if field_text else f"{where} {message}"
+
+
+# --- json --------------------------------------------------------------------------
+
+def render_json(report: Report) -> str:
+    """The object of `contract.md` §4: `results` and `summary`."""
+    s = report.summary()
+    out = {
+        "results": [result_json(r) for r in report.checked],
+        "summary": {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
+                    "skipped": s.skipped},
+    }
+    return json.dumps(out, indent=2) + "\n"
+
+
+def result_json(result: DocumentResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"file": result.file, "document": result.document}
+    if result.item is not None:
+        out["item"] = result.item
+    out.update({
+        "apiVersion": result.api_version,
+        "kind": result.kind,
+        "name": result.name,
+        "namespace": result.namespace,
+        "valid": result.valid,
+        "errors": [
+            {"field": e.field, "type": e.type, "message": e.message, "line": e.line,
+             "column": e.column}
+            for e in result.errors
+        ],
+    })
+    if result.warnings:
+        out["warnings"] = [
+            {"field": w.field, "code": w.code, "message": w.message, "line": w.line,
+             "column": w.column}
+            for w in result.warnings
+        ]
+    return out
+
+
+# --- junit -------------------------------------------------------------------------
+
+def render_junit(report: Report) -> str:
+    """One `<testsuite>` per file, one `<testcase>` per object; errors are `<failure>`s."""
+    root = ET.Element("testsuites", name="draguard lint")
+    suites: dict[str, ET.Element] = {}
+    for result in report.results:
+        suite = suites.get(result.file)
+        if suite is None:
+            suite = suites[result.file] = ET.SubElement(root, "testsuite", name=_xml(result.file))
+        _junit_case(suite, result)
+    for suite in [root, *suites.values()]:
+        _junit_counts(suite, list(suite.iter("testcase")))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def _junit_case(suite: ET.Element, result: DocumentResult) -> None:
+    case = ET.SubElement(suite, "testcase", classname=_xml(result.file),
+                         name=_xml(_object_label(result)), file=_xml(result.file),
+                         line=str(result.line))
+    if result.skipped:
+        ET.SubElement(case, "skipped", message=_xml(result.skip_reason))
+        return
+    for err in result.errors:
+        failure = ET.SubElement(case, "failure", type=err.type,
+                                message=_xml(f"{err.field}: {err.message}"))
+        failure.text = _xml(_text_line(result.file, err.line, err.column, err.field, err.message))
+    if result.warnings:
+        out = ET.SubElement(case, "system-out")
+        out.text = _xml("\n".join(
+            _text_line(result.file, w.line, w.column, w.field, f"warning {w.code}: {w.message}")
+            for w in result.warnings
+        ))
+
+
+def _junit_counts(suite: ET.Element, cases: list[ET.Element]) -> None:
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", "0")
+    suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+
+
+def _object_label(result: DocumentResult) -> str:
+    where = f"document {result.document}"
+    if result.item is not None:
+        where += f" item {result.item}"
+    kind = result.kind or "(unknown kind)"
+    name = result.name or "(no name)"
+    if result.namespace:
+        name = f"{result.namespace}/{name}"
+    return f"{where}: {kind} {name}"
+
+
+# XML 1.0 cannot carry most control characters, even escaped.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+# --- sarif -------------------------------------------------------------------------
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def render_sarif(report: Report) -> str:
+    """SARIF 2.1.0: one run, a rule per error type and warning code, a result per finding."""
+    rule_ids: dict[str, int] = {}
+    results: list[dict[str, Any]] = []
+    for result in report.checked:
+        for err in result.errors:
+            results.append(_sarif_result(rule_ids, err.type, "error", result, err))
+        for warn in result.warnings:
+            results.append(_sarif_result(rule_ids, warn.code, "warning", result, warn))
+    driver = {
+        "name": "draguard",
+        "version": _version(),
+        "informationUri": "https://github.com/kubernetes/enhancements/issues/4816",
+        "rules": [{"id": rule, "name": rule, "shortDescription": {"text": _rule_text(rule)}}
+                  for rule in rule_ids],
+    }
+    out = {"$schema": SARIF_SCHEMA, "version": "2.1.0",
+           "runs": [{"tool": {"driver": driver}, "results": results}]}
+    return json.dumps(out, indent=2) + "\n"
+
+
+def _sarif_result(rule_ids: dict[str, int], rule: str, level: str, result: DocumentResult,
+                  finding: Finding | LintWarning) -> dict[str, Any]:
+    index = rule_ids.setdefault(rule, len(rule_ids))
+    text = f"{finding.field}: {finding.message}" if finding.field else finding.message
+    location: dict[str, Any] = {
+        "physicalLocation": {
+            "artifactLocation": {"uri": quote(result.file.replace("\\", "/"))},
+            "region": {"startLine": finding.line, "startColumn": finding.column},
+        },
+    }
+    if finding.field:
+        location["logicalLocations"] = [{"fullyQualifiedName": finding.field, "kind": "member"}]
+    return {"ruleId": rule, "ruleIndex": index, "level": level, "message": {"text": text},
+            "locations": [location]}
+
+
+def _rule_text(rule: str) -> str:
+    if rule[:1].isupper():
+        return f"upstream Kubernetes validation error of type {rule}"
+    return f"draguard warning {rule}"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("draguard")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+# --- by name -----------------------------------------------------------------------
+
+Reporter = Callable[[Report], str]
+
+REPORTERS: dict[str, Reporter] = {
+    "text": render_text,
+    "json": render_json,
+    "junit": render_junit,
+    "sarif": render_sarif,
+}
+
+
+def render(report: Report, output: str) -> str:
+    """Render with the reporter named `output` (one of `REPORTERS`)."""
+    return REPORTERS[output](report)
