@@ -1,0 +1,80 @@
+"""`draguard schema`: write the JSON Schemas (draft 2020-12) per kind and version.
+
+With `--out DIR` each schema becomes a file named as kubeconform looks for it
+(`resourceclaim-resource-v1.json`, see `draguard.schema.export`) and the paths are
+printed; without it one JSON object `{file name: schema}` goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from draguard.schema.export import export_schemas, write_schemas
+from draguard.schema.releases import DEFAULT_RELEASE, Release, release
+
+EPILOG = """\
+kubeconform:
+  kubeconform -schema-location default \\
+    -schema-location 'DIR/{{ .ResourceKind }}{{ .KindSuffix }}.json' claim.yaml
+parallel shape (draguard only):
+  kubeconform -schema-location 'DIR/{{ .ResourceKind }}{{ .KindSuffix }}-parallel.json' …
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="draguard schema",
+        description="Write JSON Schemas (draft 2020-12) for ResourceClaim and "
+        "ResourceClaimTemplate in every resource.k8s.io version of a release.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="write one file per schema into DIR"
+    )
+    parser.add_argument(
+        "--kubernetes-version",
+        type=_release,
+        default=DEFAULT_RELEASE,
+        metavar="1.X",
+        help="the release whose fields and gate defaults to encode "
+        f"(default {DEFAULT_RELEASE.name})",
+    )
+    parser.add_argument(
+        "--no-parallel", action="store_true", help="leave out the parallel-shape schemas"
+    )
+    return parser
+
+
+def _release(text: str) -> Release:
+    try:
+        return release(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exit_:
+        # argparse exits 0 for --help and 2 for usage errors; keep those codes.
+        return exit_.code if isinstance(exit_.code, int) else 2
+    chosen: Release = args.kubernetes_version
+    parallel = not args.no_parallel
+    if args.out is None:
+        schemas = export_schemas(chosen, parallel=parallel)
+        sys.stdout.write(json.dumps(schemas, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    try:
+        written = write_schemas(args.out, chosen, parallel=parallel)
+    except OSError as err:
+        print(f"draguard schema: cannot write to {args.out}: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
