@@ -115,8 +115,8 @@ def issue_serving_cert(
     127.0.0.1), the rest DNS SANs. The leaf never outlives its CA, since a client
     would reject it from that moment anyway.
     """
-    _check_label("service", service)
-    _check_label("namespace", namespace)
+    require_dns_label("service", service)
+    require_dns_label("namespace", namespace)
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
@@ -152,7 +152,8 @@ def issue_serving_cert(
     return PemPair(cert_pem=_cert_pem(cert), key_pem=_key_pem(key))
 
 
-def _check_label(what: str, value: str) -> None:
+def require_dns_label(what: str, value: str) -> None:
+    """Raise `ValueError` unless `value` is an RFC 1123 DNS label."""
     # Service and namespace names are DNS labels (RFC 1123, at most 63 characters);
     # anything else could not be a name the apiserver dials.
     if not _DNS_LABEL.fullmatch(value):
