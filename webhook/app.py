@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from draguard.schema.options import Options
@@ -72,7 +73,9 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     """
     config = config or Config()
     _configure_decision_log()
-    app = Flask("draguard.webhook")
+    # Explicit paths: Flask cannot locate a namespace package mapped from a folder.
+    here = str(Path(__file__).resolve().parent)
+    app = Flask("draguard.webhook", root_path=here, instance_path=here)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
     rules = rules or RuleSet(release=config.release, mutator=load_mutator(config))

@@ -54,13 +54,17 @@ def main(argv: Sequence[str]) -> int:
     except Exception as exc:  # certificate files the user named or a state dir we cannot use
         print(f"draguard serve: {exc}", file=sys.stderr)
         return 1
-    from draguard.webhook.metrics import prepare_multiprocess_dir
+    from draguard.webhook.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
 
-    prepare_multiprocess_dir(config.metrics_dir)
+    metrics_dir = prepare_multiprocess_dir(config.metrics_dir)
     print_banner(config, bundle)
     from draguard.webhook.server import WebhookServer
 
-    WebhookServer(config).run()
+    try:
+        WebhookServer(config).run()  # returns through SystemExit when the master stops
+    finally:
+        if config.metrics_dir is None:  # a temporary folder of our own
+            remove_multiprocess_dir(metrics_dir)
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from datetime import UTC, datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -139,6 +140,7 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     decisions.info({
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "msg": "admission",
         "endpoint": endpoint,
         "uid": result.review.uid,

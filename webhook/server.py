@@ -35,6 +35,9 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
         "proc_name": "draguard",
         "timeout": 30,
         "graceful_timeout": 10,
+        # gunicorn 25+ opens a control socket at one fixed per-user path; several
+        # servers on a host (tests, bench, a sidecar) would fight over it.
+        "control_socket_disable": True,
     }
     settings.update(config.extra)
     return settings
