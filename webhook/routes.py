@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from draguard.webhook.app import WebhookState, decisions
