@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from draguard.deploy import cli
 from draguard.deploy.kustomize import KustomizeError, build
 from draguard.deploy.render import (
     CERT_MODES,
     DEFAULT_NAMESPACE,
     DEPLOY_ROOT,
+    CertMode,
     ImageRef,
     RenderOptions,
     overlay_dir,
@@ -27,6 +25,8 @@ from draguard.deploy.render import (
     wrapper_kustomization,
 )
 from draguard.webhook.main import main as draguard_main
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KUBECTL = shutil.which("kubectl")
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -66,9 +66,9 @@ def relative(target: Path, start: Path) -> str:
 
 @needs_kubectl
 @pytest.mark.parametrize("mode", CERT_MODES)
-def test_default_render_equals_kubectl_kustomize_of_the_overlay(mode: str) -> None:
+def test_default_render_equals_kubectl_kustomize_of_the_overlay(mode: CertMode) -> None:
     """With no options, render gives exactly kubectl kustomize's objects, in its order."""
-    options = RenderOptions(certs=mode)  # type: ignore[arg-type]
+    options = RenderOptions(certs=mode)
     assert render(options) == kustomize(overlay_dir(options.certs))
 
 
@@ -86,13 +86,13 @@ def test_render_with_options_equals_kubectl_kustomize_of_the_wrapper(
 
 @needs_kubectl
 @pytest.mark.parametrize("mode", CERT_MODES)
-def test_fail_open_component_builds_like_kubectl_kustomize(mode: str, tmp_path: Path) -> None:
+def test_fail_open_component_builds_like_kubectl_kustomize(mode: CertMode, tmp_path: Path) -> None:
     """The Python kustomize subset applies a component's patches like kustomize."""
     folder = tmp_path / "fail-open"
     write_kustomization(folder, {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": [relative(overlay_dir(mode), folder)],  # type: ignore[arg-type]
+        "resources": [relative(overlay_dir(mode), folder)],
         "components": [relative(DEPLOY_ROOT / "components" / "fail-open", folder)],
     })
     built = build(folder)
@@ -112,9 +112,9 @@ def test_no_default_namespace_survives_a_namespace_change(options: RenderOptions
 @settings(max_examples=25, deadline=None)
 @given(namespace=st.from_regex(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True),
        mode=st.sampled_from(CERT_MODES))
-def test_every_namespaced_object_lands_in_the_chosen_namespace(namespace: str, mode: str) -> None:
+def test_every_namespaced_object_lands_in_the_chosen_namespace(namespace: str, mode: CertMode) -> None:
     """Every namespaced object, subject and service reference follows --namespace."""
-    manifests = render(RenderOptions(namespace=namespace, certs=mode))  # type: ignore[arg-type]
+    manifests = render(RenderOptions(namespace=namespace, certs=mode))
     for manifest in manifests:
         metadata = manifest["metadata"]
         if manifest["kind"] == "Namespace":
@@ -138,7 +138,9 @@ def test_every_namespaced_object_lands_in_the_chosen_namespace(namespace: str, m
                      id="digest"),
     ],
 )
-def test_image_references_split_into_name_tag_and_digest(reference: str, expected: ImageRef) -> None:
+def test_image_references_split_into_name_tag_and_digest(
+    reference: str, expected: ImageRef
+) -> None:
     """An image reference splits as kustomize's `images` transformer expects."""
     assert ImageRef.parse(reference) == expected
 
