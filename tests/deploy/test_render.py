@@ -112,7 +112,9 @@ def test_no_default_namespace_survives_a_namespace_change(options: RenderOptions
 @settings(max_examples=25, deadline=None)
 @given(namespace=st.from_regex(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True),
        mode=st.sampled_from(CERT_MODES))
-def test_every_namespaced_object_lands_in_the_chosen_namespace(namespace: str, mode: CertMode) -> None:
+def test_every_namespaced_object_lands_in_the_chosen_namespace(
+    namespace: str, mode: CertMode
+) -> None:
     """Every namespaced object, subject and service reference follows --namespace."""
     manifests = render(RenderOptions(namespace=namespace, certs=mode))
     for manifest in manifests:
