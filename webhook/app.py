@@ -106,24 +106,22 @@ def warm(rules: RuleSet) -> str | None:
 
 
 def load_mutator(config: Config) -> Mutator | None:
-    """The policy-driven mutator, or None (an empty patch) while there is none.
+    """The policy-driven mutator (`draguard.webhook.mutation`), or None without `--policy`.
 
-    Seam for `draguard.webhook.mutation` / `draguard.webhook.policy`, written
-    alongside; until they exist, or without `--policy`, `/mutate` allows unchanged.
+    None makes `/mutate` allow everything with an empty patch (issue 4 §3: no policy →
+    an empty patch). The store re-reads the file when it changes (ConfigMap updates).
     """
     if config.policy is None:
         return None
-    try:
-        from draguard.webhook import mutation, policy  # type: ignore[attr-defined]
-    except ImportError:
-        log.warning("--policy given but draguard.webhook.mutation is not available")
-        return None
-    store = policy.PolicyStore(config.policy)
+    from draguard.webhook.mutation import Mutation, mutate
+    from draguard.webhook.policy import PolicyStore
 
-    def mutate(obj: dict[str, Any], options: Options) -> Any:
-        return mutation.mutate(obj, policy=store.current(), options=options)
+    store = PolicyStore(config.policy)
 
-    return mutate
+    def apply(obj: dict[str, Any], options: Options) -> Mutation:
+        return mutate(obj, policy=store.current(), options=options)
+
+    return apply
 
 
 class _JsonLine(logging.Formatter):

@@ -1,0 +1,282 @@
+"""AdmissionReview in → response out, with stand-in rule sets (draguard.webhook.review)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from draguard.schema.errors import FieldError, duplicate, required, too_many
+from draguard.schema.options import Options
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import release
+from draguard.schema.validate import Verdict
+from draguard.webhook.review import (
+    BadReview,
+    Review,
+    RuleSet,
+    answer_mutate,
+    answer_validate,
+    parse_review,
+    render_invalid,
+)
+
+CLAIM: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "c"},
+    "spec": {"devices": {"requests": [
+        {"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "a.example.com"}]},
+    ]}},
+}
+REQUESTS = FieldPath.root("spec", "devices", "requests")
+TWO_ERRORS = (
+    duplicate(REQUESTS.index(1), "gpu"),
+    required(REQUESTS.index(0).child("firstAvailable").index(0).child("deviceClassName")),
+)
+
+
+def review_doc(**request: Any) -> dict[str, Any]:
+    body = {"uid": "u-1", "operation": "CREATE", "namespace": "ns", "object": CLAIM}
+    body.update(request)
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": body}
+
+
+def encode(doc: Any) -> bytes:
+    return json.dumps(doc).encode()
+
+
+@dataclass
+class StubRules:
+    """Records calls and answers with a fixed verdict (or raises)."""
+
+    errors: tuple[FieldError, ...] = ()
+    skipped: bool = False
+    raises: Exception | None = None
+    calls: list[tuple[str, Any, Any, Options]] = field(default_factory=list)
+
+    def verdict(self, obj: dict[str, Any]) -> Verdict:
+        if self.raises is not None:
+            raise self.raises
+        return Verdict(kind=obj.get("kind"), api_version=obj.get("apiVersion"),
+                       name=obj.get("metadata", {}).get("name"), namespace=None, shape="v1",
+                       errors=self.errors, skipped=self.skipped,
+                       skip_reason="not a claim" if self.skipped else "")
+
+    def create(self, obj: Any, *, options: Options) -> Verdict:
+        self.calls.append(("create", None, obj, options))
+        return self.verdict(obj)
+
+    def update(self, old: Any, new: Any, *, options: Options) -> Verdict:
+        self.calls.append(("update", old, new, options))
+        return self.verdict(new)
+
+    def rules(self, **kwargs: Any) -> RuleSet:
+        return RuleSet(release=release("1.35"), create=self.create, update=self.update, **kwargs)
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    pytest.param(b"{", "not JSON", id="truncated-json"),
+    pytest.param(b"\xff\xfe\x00", "not JSON", id="not-utf8"),
+    pytest.param(b"[]", "not a JSON object", id="json-array"),
+    pytest.param(b'"review"', "not a JSON object", id="json-string"),
+    pytest.param(encode({**review_doc(), "apiVersion": "admission.k8s.io/v1beta1"}),
+                 "admission.k8s.io/v1", id="old-review-version"),
+    pytest.param(encode({**review_doc(), "kind": "Pod"}), "AdmissionReview", id="wrong-kind"),
+    pytest.param(encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}),
+                 "request is missing", id="no-request"),
+    pytest.param(encode(review_doc(uid=None)), "request.uid", id="no-uid"),
+    pytest.param(encode(review_doc(uid="")), "request.uid", id="empty-uid"),
+    pytest.param(encode(review_doc(uid=7)), "request.uid", id="numeric-uid"),
+    pytest.param(encode(review_doc(operation="PATCH")), "operation", id="unknown-operation"),
+    pytest.param(encode(review_doc(object=None)), "request.object", id="create-without-object"),
+    pytest.param(encode(review_doc(object=[1])), "request.object", id="object-not-a-map"),
+    pytest.param(encode(review_doc(operation="UPDATE")), "oldObject", id="update-without-old"),
+    pytest.param(b"[" * 100_000, "not JSON", id="deep-nesting"),
+])
+def test_parse_review_rejects(body: bytes, fragment: str) -> None:
+    """Each class of unreadable review is a BadReview whose message names the problem."""
+    with pytest.raises(BadReview, match=fragment):
+        parse_review(body)
+
+
+def test_parse_review_reads_fields() -> None:
+    """A v1 review yields its uid, operation, namespace, objects and dryRun flag."""
+    doc = review_doc(operation="UPDATE", oldObject=CLAIM, dryRun=True, name="c")
+    review = parse_review(encode(doc))
+    assert review == Review(uid="u-1", operation="UPDATE", object=CLAIM, old_object=CLAIM,
+                            namespace="ns", name="c", dry_run=True)
+
+
+def test_delete_without_object_parses() -> None:
+    """DELETE carries no object (only oldObject) and is still a readable review."""
+    review = parse_review(encode(review_doc(operation="DELETE", object=None, oldObject=CLAIM)))
+    assert review.object is None and review.old_object == CLAIM
+
+
+def test_create_valid_is_allowed_and_echoes() -> None:
+    """A valid claim is allowed; the response echoes uid, apiVersion and kind."""
+    stub = StubRules()
+    answer = answer_validate(parse_review(encode(review_doc())), rules=stub.rules(),
+                             failure_mode="open")
+    doc = answer.document
+    assert (doc["apiVersion"], doc["kind"]) == ("admission.k8s.io/v1", "AdmissionReview")
+    assert doc["response"]["uid"] == "u-1"
+    assert doc["response"]["allowed"] is True
+    assert "status" not in doc["response"]
+    assert answer.decision == "allowed"
+
+
+def test_create_passes_release_and_request_namespace() -> None:
+    """CREATE runs the create rules with the configured release and request.namespace as default."""
+    stub = StubRules()
+    answer_validate(parse_review(encode(review_doc(namespace="team-a"))), rules=stub.rules(),
+                    failure_mode="open")
+    [(which, _, obj, options)] = stub.calls
+    assert which == "create" and obj == CLAIM
+    assert options.default_namespace == "team-a"
+    assert options.release == release("1.35")
+
+
+def test_update_uses_old_object() -> None:
+    """UPDATE runs the update rules on (oldObject, object)."""
+    stub = StubRules()
+    old = copy.deepcopy(CLAIM)
+    old["metadata"]["labels"] = {"a": "b"}
+    answer_validate(parse_review(encode(review_doc(operation="UPDATE", oldObject=old))),
+                    rules=stub.rules(), failure_mode="open")
+    [(which, got_old, got_new, _)] = stub.calls
+    assert (which, got_old, got_new) == ("update", old, CLAIM)
+
+
+@pytest.mark.parametrize("operation", ["DELETE", "CONNECT"])
+def test_delete_and_connect_are_allowed_unjudged(operation: str) -> None:
+    """DELETE and CONNECT are allowed without running any rule."""
+    stub = StubRules(errors=TWO_ERRORS)
+    review = parse_review(encode(review_doc(operation=operation, oldObject=CLAIM)))
+    answer = answer_validate(review, rules=stub.rules(), failure_mode="closed")
+    assert answer.allowed and answer.decision == "ignored" and not stub.calls
+
+
+def test_denial_renders_like_new_invalid() -> None:
+    """A denial carries the Status of apimachinery NewInvalid: 422, Invalid, message, causes."""
+    stub = StubRules(errors=TWO_ERRORS)
+    answer = answer_validate(parse_review(encode(review_doc())), rules=stub.rules(),
+                             failure_mode="open")
+    status = answer.document["response"]["status"]
+    assert answer.document["response"]["allowed"] is False
+    assert answer.decision == "denied" and answer.findings == 2
+    assert status["code"] == 422 and status["reason"] == "Invalid"
+    assert status["status"] == "Failure"
+    assert status["message"] == (
+        'ResourceClaim.resource.k8s.io "c" is invalid: ['
+        'spec.devices.requests[1]: Duplicate value: "gpu", '
+        "spec.devices.requests[0].firstAvailable[0].deviceClassName: Required value]")
+    assert status["details"] == {
+        "name": "c", "group": "resource.k8s.io", "kind": "ResourceClaim",
+        "causes": [
+            {"reason": "FieldValueDuplicate", "message": 'Duplicate value: "gpu"',
+             "field": "spec.devices.requests[1]"},
+            {"reason": "FieldValueRequired", "message": "Required value",
+             "field": "spec.devices.requests[0].firstAvailable[0].deviceClassName"},
+        ]}
+
+
+def test_single_error_message_is_bare() -> None:
+    """One error is rendered without brackets, as ToAggregate does."""
+    verdict = Verdict(kind="ResourceClaimTemplate", api_version="resource.k8s.io/v1",
+                      name="t", namespace="ns", shape="v1",
+                      errors=(too_many(REQUESTS, 33, 32),))
+    assert render_invalid(verdict)["message"] == (
+        'ResourceClaimTemplate.resource.k8s.io "t" is invalid: '
+        "spec.devices.requests: Too many: 33: must have at most 32 items")
+
+
+def test_create_adds_skew_warning() -> None:
+    """An allowed prioritized claim carries the firstAvailable skew warning."""
+    answer = answer_validate(parse_review(encode(review_doc())), rules=StubRules().rules(),
+                             failure_mode="open")
+    assert answer.document["response"]["warnings"] == [
+        "request gpu uses firstAvailable: schedulers before 1.34 cannot allocate it"]
+
+
+def test_unsupported_kind_is_allowed_with_warning() -> None:
+    """A skipped object (not a known claim or template) is allowed, warned and marked skipped."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    answer = answer_validate(parse_review(encode(review_doc(object=pod))),
+                             rules=StubRules(skipped=True).rules(), failure_mode="closed")
+    assert answer.allowed and answer.decision == "skipped"
+    [warning] = answer.document["response"]["warnings"]
+    assert warning.startswith("draguard did not check Pod v1")
+
+
+@pytest.mark.parametrize(("mode", "allowed", "code"), [
+    pytest.param("open", True, None, id="fail-open"),
+    pytest.param("closed", False, 500, id="fail-closed"),
+])
+def test_internal_error_follows_failure_mode(mode: Any, allowed: bool, code: int | None) -> None:
+    """A crashing rule set gives a well-formed answer per failure mode, with the traceback kept."""
+    stub = StubRules(raises=RuntimeError("boom"))
+    answer = answer_validate(parse_review(encode(review_doc())), rules=stub.rules(),
+                             failure_mode=mode)
+    response = answer.document["response"]
+    assert response["uid"] == "u-1" and response["allowed"] is allowed
+    assert response.get("status", {}).get("code") == code
+    assert answer.decision == "error"
+    assert "RuntimeError: boom" in answer.error
+    assert "boom" not in json.dumps(answer.document)  # internals stay in the log
+
+
+def test_dry_run_answered_the_same() -> None:
+    """dryRun does not change the answer."""
+    stub = StubRules(errors=TWO_ERRORS)
+    plain = answer_validate(parse_review(encode(review_doc())), rules=stub.rules(),
+                            failure_mode="open")
+    dry = answer_validate(parse_review(encode(review_doc(dryRun=True))), rules=stub.rules(),
+                          failure_mode="open")
+    assert plain.document == dry.document
+
+
+@dataclass(frozen=True)
+class StubMutation:
+    patch: list[dict[str, Any]] = field(default_factory=list)
+    errors: tuple[FieldError, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def test_mutate_without_policy_is_an_empty_patch() -> None:
+    """Without a mutator /mutate allows the object with no patch."""
+    answer = answer_mutate(parse_review(encode(review_doc())), rules=StubRules().rules(),
+                           failure_mode="open")
+    assert answer.allowed and "patch" not in answer.document["response"]
+
+
+def test_mutate_encodes_patch_as_base64_json_patch() -> None:
+    """A mutator's ops are sent base64-encoded with patchType JSONPatch."""
+    ops = [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]
+    rules = StubRules().rules(mutator=lambda obj, options: StubMutation(patch=ops))
+    response = answer_mutate(parse_review(encode(review_doc())), rules=rules,
+                             failure_mode="open").document["response"]
+    assert response["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(response["patch"])) == ops
+
+
+def test_mutate_denies_with_mutation_errors() -> None:
+    """A mutation whose result breaks the rules denies with the 422 Status."""
+    rules = StubRules().rules(mutator=lambda obj, options: StubMutation(errors=TWO_ERRORS))
+    answer = answer_mutate(parse_review(encode(review_doc())), rules=rules, failure_mode="open")
+    assert not answer.allowed and answer.decision == "denied"
+    assert answer.document["response"]["status"]["code"] == 422
+    assert "patch" not in answer.document["response"]
+
+
+def test_mutate_ignores_update() -> None:
+    """UPDATE is never mutated (the spec is immutable after create)."""
+    calls: list[Any] = []
+    rules = StubRules().rules(mutator=lambda obj, options: calls.append(obj) or StubMutation())
+    review = parse_review(encode(review_doc(operation="UPDATE", oldObject=CLAIM)))
+    answer = answer_mutate(review, rules=rules, failure_mode="open")
+    assert answer.allowed and answer.decision == "ignored" and not calls
