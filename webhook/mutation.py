@@ -16,11 +16,12 @@ could only turn an accepted update into "field is immutable".
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
-from draguard.schema.errors import FieldError
+from draguard.schema.errors import ErrorType, FieldError
 from draguard.schema.options import Options
 from draguard.schema.validate import validate_object
 from draguard.webhook.catalog import expand_requests
@@ -91,7 +92,18 @@ def mutate(obj: Any, *, policy: Policy, options: Options) -> Mutation:
     patch = make_patch(obj, applied.mutated)
     errors = applied.errors
     if patch:
-        errors += validate_object(applied.mutated, options=options).errors
+        errors += tuple(_rejections(validate_object(applied.mutated, options=options).errors))
     if errors:
         return Mutation(errors=errors, warnings=applied.warnings)
     return Mutation(patch=patch, warnings=applied.warnings)
+
+
+def _rejections(errors: tuple[FieldError, ...]) -> Iterator[FieldError]:
+    """The rule-set errors that would make the apiserver reject the mutated object.
+
+    `Unknown` (a field draguard's shapes lack) is not one: the admission object was
+    decoded by the apiserver itself, so any field in it is one the cluster knows,
+    typically from a newer release than draguard's tables. Denying it would block
+    claims the cluster accepts; the field is carried through the patch untouched.
+    """
+    return (error for error in errors if error.type is not ErrorType.UNKNOWN)
