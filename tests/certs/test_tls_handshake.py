@@ -1,4 +1,4 @@
-"""Real TLS on loopback: a client trusting only the CA reaches the Service name, as the apiserver does."""
+"""Real TLS on loopback: a client trusting only the CA reaches the Service name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-
 from draguard.certs.files import StatePaths, create_certificates, renew
 
 SERVICE_NAME = "draguard.draguard-system.svc"
