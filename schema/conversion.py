@@ -25,6 +25,9 @@ FLAT_FIELDS = (
     "capacity",
 )
 
+# v1beta1 DeviceRequest field order after name and deviceClassName (§2.2, Go struct order).
+V1BETA1_ORDER = ("selectors", "allocationMode", "count", "adminAccess", "firstAvailable", "tolerations", "capacity")
+
 
 def v1beta1_request_to_hub(request: dict[str, Any]) -> dict[str, Any]:
     """§5.2: build `exactly` iff any main field is set (explicit `[]` and `false` count)."""
@@ -67,14 +70,12 @@ def hub_request_to_v1beta1(request: dict[str, Any]) -> dict[str, Any]:
     exactly = request.get("exactly")
     exactly = exactly if isinstance(exactly, dict) else {}
     out["deviceClassName"] = exactly.get("deviceClassName", "")
-    for key in FLAT_FIELDS[1:]:
-        if key not in exactly:
-            continue
-        if key == "tolerations" and exactly[key] == []:
-            continue  # element-wise copy: empty becomes nil (§5.3)
-        out[key] = exactly[key]
-    if "firstAvailable" in request:
-        out["firstAvailable"] = request["firstAvailable"]
+    for key in V1BETA1_ORDER:
+        if key == "firstAvailable":
+            if key in request:
+                out[key] = request[key]
+        elif key in exactly and not (key == "tolerations" and exactly[key] == []):
+            out[key] = exactly[key]  # element-wise toleration copy: empty becomes nil (§5.3)
     return out
 
 
@@ -145,7 +146,7 @@ def nested_to_parallel(devices: dict[str, Any]) -> tuple[dict[str, Any], list[st
 
     Returns the parallel devices and the original request order (names) to record in
     the order annotation. A request that has both exact fields and `firstAvailable`
-    cannot be represented; callers check `unrepresentable_requests` first.
+    cannot be represented; callers refuse such documents before calling this.
     """
     requests = [r for r in devices.get("requests", []) or [] if isinstance(r, dict)]
     exact, prioritized, order = [], [], []

@@ -1,0 +1,189 @@
+"""Document-level conversion between every claim shape (issue 3; `upstream-rules.md` §4–§5).
+
+Version targets (`v1`, `v1beta2`, `v1beta1`) give what the apiserver returns when the
+object, created in its own version, is read back in the target version: the source
+version's defaults, the gate drops of the release, upstream's conversion with its
+asymmetries (§5.4), and the JSON encoder's omission of empty lists. Layout targets
+(`parallel`, `nested`) only move requests (contract §2): no defaults, apiVersion kept.
+
+Conversion never raises for bad input. What the target cannot hold is a `Loss`;
+callers refuse the document unless they were told to allow loss.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from draguard.schema.conversion import (
+    ORDER_ANNOTATION,
+    PARALLEL_KEY,
+    decode_order,
+    encode_order,
+    nested_to_parallel,
+    parallel_to_nested,
+    spec_hub_to_v1beta1,
+)
+from draguard.schema.diff import Change, diff
+from draguard.schema.errors import ErrorType
+from draguard.schema.options import DEFAULT_OPTIONS, Options
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import GROUP
+from draguard.schema.shapes import DocumentType, document_node, identify, read
+from draguard.schema.validate import prepare
+
+VERSION_TARGETS = ("v1", "v1beta2", "v1beta1")
+LAYOUT_TARGETS = ("parallel", "nested")
+TARGETS = VERSION_TARGETS + LAYOUT_TARGETS
+
+# Lists whose Go field has `omitempty`: an empty one is not written on read-back (contract §4).
+_OMITEMPTY_LISTS = frozenset({"selectors", "tolerations", "firstAvailable", "constraints", "config"})
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    """Something of the source the target cannot hold, at the source document's path."""
+
+    path: FieldPath
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """The converted document (None when the input is not a DRA claim or template)."""
+
+    document: dict[str, Any] | None
+    source_shape: str | None
+    target: str
+    losses: tuple[Loss, ...] = ()
+    changes: tuple[Change, ...] = field(default=(), compare=False)
+
+    @property
+    def is_dra(self) -> bool:
+        return self.document is not None
+
+    @property
+    def lossless(self) -> bool:
+        return not self.losses
+
+
+def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS) -> Conversion:
+    """Convert one document to `target` (a version or a layout); see the module docstring."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown conversion target {target!r}: expected one of {', '.join(TARGETS)}")
+    doc_type = identify(obj)
+    if doc_type is None:
+        return Conversion(None, None, target)
+    if target in LAYOUT_TARGETS:
+        document, losses = _convert_layout(obj, doc_type, target)
+    else:
+        document, losses = _convert_version(obj, doc_type, target, options)
+    return Conversion(document, doc_type.shape, target, tuple(losses), tuple(diff(obj, document)))
+
+
+def _convert_layout(obj: dict[str, Any], doc_type: DocumentType, target: str) -> tuple[dict[str, Any], list[Loss]]:
+    document = copy.deepcopy(obj)
+    holder, spec_path = _claim_spec_holder(document, doc_type.kind)
+    devices = holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
+    if not isinstance(devices, dict):
+        return document, []
+    meta = document.setdefault("metadata", {})
+    if target == "nested":
+        if doc_type.parallel:
+            nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
+            holder["spec"]["devices"] = nested
+            _drop_order_annotation(meta)
+        return document, []
+    if doc_type.parallel:
+        return document, []
+    losses = _ambiguous_requests(devices, spec_path.child("devices"), doc_type.version)
+    if losses:
+        return document, losses
+    parallel, order = nested_to_parallel(devices)
+    holder["spec"]["devices"] = parallel
+    meta.setdefault("annotations", {})[ORDER_ANNOTATION] = encode_order(order)
+    return document, []
+
+
+def _ambiguous_requests(devices: dict[str, Any], path: FieldPath, version: str) -> list[Loss]:
+    """Requests with both exact fields and `firstAvailable` fit neither a request nor an entry."""
+    losses = []
+    for i, request in enumerate(devices.get("requests", []) or []):
+        if isinstance(request, dict) and request.get("firstAvailable") and _has_exact(request, version):
+            losses.append(Loss(path.child("requests").index(i),
+                               "has both exact fields and firstAvailable (invalid): the conversion is ambiguous"))
+    return losses
+
+
+def _has_exact(request: dict[str, Any], version: str) -> bool:
+    if version != "v1beta1":
+        return "exactly" in request
+    return any(k in request for k in ("deviceClassName", "selectors", "allocationMode", "count",
+                                      "adminAccess", "tolerations", "capacity"))
+
+
+def _convert_version(
+    obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
+) -> tuple[dict[str, Any], list[Loss]]:
+    prepared = prepare(obj, doc_type, options)
+    losses = [Loss(f.path, f"{f.type.value}: {f.detail}") for f in prepared.findings]
+    losses += [Loss(p, f"dropped: its feature gate is off by default in Kubernetes {options.release.name}")
+               for p in prepared.dropped]
+    document = prepared.document
+    if doc_type.parallel:
+        _drop_order_annotation(document.setdefault("metadata", {}))
+    holder, spec_path = _claim_spec_holder(document, doc_type.kind)
+    spec = prepared.claim_spec
+    losses += _ambiguous_requests(spec.get("devices", {}), spec_path.child("devices"), "v1")
+    if target == "v1beta1":
+        spec = spec_hub_to_v1beta1(spec)
+    holder["spec"] = _omit_empty_lists(spec)
+    document["apiVersion"] = f"{GROUP}/{target}"
+    losses += _fields_the_target_lacks(document, doc_type.kind, target, options)
+    if not options.release.has_api_version(target):
+        losses.append(Loss(FieldPath.root("apiVersion"),
+                           f"{GROUP}/{target} does not exist in Kubernetes {options.release.name}"))
+    return document, losses
+
+
+def _fields_the_target_lacks(document: dict[str, Any], kind: str, target: str, options: Options) -> list[Loss]:
+    node = document_node(kind, target, options.release, False)
+    reading = read(document, node, FieldPath(), f"{GROUP}/{target}")
+    return [Loss(f.path, f"{GROUP}/{target} in Kubernetes {options.release.name} has no such field")
+            for f in reading.findings if f.type is ErrorType.UNKNOWN]
+
+
+def _omit_empty_lists(value: Any, key: str = "") -> Any:
+    """The apiserver's JSON encoder drops empty `omitempty` lists, incl. reference lists."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, list) and not v and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices")):
+                continue
+            out[k] = _omit_empty_lists(v, k)
+        return out
+    if isinstance(value, list):
+        return [_omit_empty_lists(v, key) for v in value]
+    return value
+
+
+def _claim_spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
+    if kind == "ResourceClaimTemplate":
+        spec = document.setdefault("spec", {})
+        return (spec if isinstance(spec, dict) else {}), FieldPath.root("spec", "spec")
+    return document, FieldPath.root("spec")
+
+
+def _drop_order_annotation(meta: dict[str, Any]) -> None:
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and ORDER_ANNOTATION in annotations:
+        del annotations[ORDER_ANNOTATION]
+        if not annotations:
+            del meta["annotations"]
+
+
+__all__ = ["LAYOUT_TARGETS", "PARALLEL_KEY", "TARGETS", "VERSION_TARGETS", "Conversion", "Loss", "convert_document"]
