@@ -1,0 +1,268 @@
+"""CEL selector checking: `selectors[k].cel.expression` (`upstream-rules.md` §3.3 rule 14).
+
+`check_selector` gives the apiserver's verdict on one expression, in upstream's order:
+TooLong (no compilation) → compile and type-check in the DRA environment (`cel_env`)
+→ result type must be bool or the unknown type → estimated cost ≤ 1,000,000. The
+compiler is the CEL C++ checker (`cel-expr-python`); its issues are re-rendered in
+cel-go's text. What is exact and what is approximate is listed in docs/cel.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from draguard.schema.cel_ast import CelType, CheckedAst, Node, decode_checked
+from draguard.schema.cel_cost import COST_LIMIT, estimate_max_cost
+from draguard.schema.cel_env import EnvFlags, environment
+from draguard.schema.errors import FieldError, forbidden, internal_error, invalid, too_long
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import Release
+
+MAX_EXPRESSION_BYTES = 10240  # CELSelectorExpressionMaxLength (§2.4)
+RECURSION_LIMIT = 250  # cel-go parser default maxRecursionDepth
+CACHE_SIZE = 4096
+
+Outcome = Literal["ok", "invalid", "forbidden", "internal", "unchecked"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome for one expression, independent of where it sits in a document.
+
+    `unchecked` means the C++ parser's own nesting limit (32) stopped it while cel-go's
+    (250) would not: nothing can be said, so nothing is reported (docs/cel.md).
+    """
+
+    outcome: Outcome
+    detail: str = ""
+    cost: int | None = None
+
+    def errors(self, path: FieldPath, expression: str) -> list[FieldError]:
+        if self.outcome == "invalid":
+            return [invalid(path, expression, self.detail)]
+        if self.outcome == "forbidden":
+            return [forbidden(path, self.detail)]
+        if self.outcome == "internal":
+            return [internal_error(path, self.detail)]
+        return []
+
+
+def check_selector(expression: str, path: FieldPath, *, release: Release) -> list[FieldError]:
+    """Upstream's findings for one selector expression at `path`; never raises."""
+    if len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES:
+        return [too_long(path, MAX_EXPRESSION_BYTES)]
+    try:
+        verdict = analyse_selector(expression, consumable_capacity=release.consumable_capacity)
+    except Exception as exc:  # a library failure must never take the caller down
+        return [internal_error(path, f"CEL checking failed: {exc}")]
+    return verdict.errors(path, expression)
+
+
+def analyse_selector(expression: str, *, consumable_capacity: bool) -> Verdict:
+    """The verdict for one expression, compiled once per (expression, flags)."""
+    return _analyse(expression, consumable_capacity)
+
+
+def cache_info() -> functools._CacheInfo:
+    return _analyse.cache_info()
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _analyse(expression: str, consumable_capacity: bool) -> Verdict:
+    if nesting_depth(expression) >= RECURSION_LIMIT:
+        # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
+        text = render_issues(expression, [Issue(-1, -1, recursion_message())])
+        return Verdict("invalid", "compilation failed: " + text)
+    env = environment(EnvFlags(consumable_capacity=consumable_capacity))
+    try:
+        compiled = env.compile(expression)
+    except RuntimeError as exc:
+        return _compile_failure(expression, str(exc))
+    ast = decode_checked(compiled.serialize())
+    issues = list(homogeneous_literal_issues(ast, expression))
+    if issues:
+        return Verdict("invalid", "compilation failed: " + render_issues(expression, issues))
+    result = ast.type_of(ast.root)
+    if result.kind not in ("bool", "any"):
+        detail = f"must evaluate to bool or the unknown type, not {result.render()}"
+        return Verdict("invalid", detail)
+    cost = estimate_max_cost(ast)
+    if cost > COST_LIMIT:
+        return Verdict("forbidden", "too complex, exceeds cost limit", cost)
+    return Verdict("ok", cost=cost)
+
+
+def recursion_message() -> str:
+    return f"expression recursion limit exceeded: {RECURSION_LIMIT}"
+
+
+# --- issues: parsing the C++ checker's text, rendering cel-go's --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One compile issue at a 1-based line and 0-based code-point column (-1: unknown)."""
+
+    line: int
+    column: int
+    message: str
+
+
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
+_ISSUE_LINE = re.compile(r"^ERROR: <input>:(-?\d+):(-?\d+): (.*)$")
+_CPP_DEPTH_LIMIT = ("Exceeded max recursion depth", "Expression recursion limit exceeded")
+
+# cel-cpp wording → cel-go wording (checker/errors.go), for the messages that differ.
+_REWRITES = (
+    (re.compile(r"^undefined field '(.*)' not found in struct '.*'$"), r"undefined field '\1'"),
+    (re.compile(r"^expression of type '(.*)' cannot be the operand of a select operation$"),
+     r"type '\1' does not support field selection"),
+)
+
+
+def _compile_failure(expression: str, text: str) -> Verdict:
+    if any(marker in text for marker in _CPP_DEPTH_LIMIT):
+        return Verdict("unchecked", text)
+    issues = parse_cpp_issues(text)
+    if not issues:
+        return Verdict("internal", f"unexpected compilation error: {text}")
+    return Verdict("invalid", "compilation failed: " + render_issues(expression, issues))
+
+
+def parse_cpp_issues(text: str) -> list[Issue]:
+    """Split the C++ status text into issues, dropping its snippets (they are re-rendered)."""
+    body = _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", text.strip()))
+    issues: list[Issue] = []
+    for line in body.split("\n"):
+        match = _ISSUE_LINE.match(line)
+        if match:
+            column = int(match[2])
+            issues.append(Issue(int(match[1]), column - 1 if column > 0 else -1,
+                                _rewrite(match[3])))
+        elif issues and not line.startswith(" | "):
+            last = issues.pop()
+            issues.append(Issue(last.line, last.column, last.message + "\n" + line))
+    return issues
+
+
+def _rewrite(message: str) -> str:
+    for pattern, replacement in _REWRITES:
+        if pattern.match(message):
+            return pattern.sub(replacement, message)
+    return message
+
+
+def render_issues(expression: str, issues: list[Issue]) -> str:
+    """cel-go's `Issues.String()`: sorted by position, one `ERROR: …` block per issue."""
+    ordered = sorted(issues, key=lambda i: (i.line, i.column))
+    return "\n".join(_render_issue(expression, issue) for issue in ordered)
+
+
+def _render_issue(expression: str, issue: Issue) -> str:
+    text = f"ERROR: <input>:{issue.line}:{issue.column + 1}: {issue.message}"
+    lines = expression.split("\n")
+    if not 1 <= issue.line <= len(lines):
+        return text
+    snippet = lines[issue.line - 1].replace("\t", " ")
+    marker = []
+    for ch in snippet[: max(issue.column, 0)]:
+        marker.append("\uff0e" if len(ch.encode("utf-8", "surrogatepass")) > 1 else ".")
+    at = snippet[issue.column] if 0 <= issue.column < len(snippet) else ""
+    marker.append("\uff3e" if at and len(at.encode("utf-8", "surrogatepass")) > 1 else "^")
+    return f"{text}\n | {snippet}\n | {''.join(marker)}"
+
+
+def offset_to_position(expression: str, offset: int) -> tuple[int, int]:
+    """Code point offset → (1-based line, 0-based column)."""
+    before = expression[:offset]
+    line = before.count("\n") + 1
+    return line, offset - (before.rfind("\n") + 1)
+
+
+# --- upstream's homogeneous aggregate literal validator ----------------------------------
+
+
+def homogeneous_literal_issues(ast: CheckedAst, expression: str) -> Iterator[Issue]:
+    """Kubernetes' base environment rejects mixed-type list and map literals.
+
+    Element (and key/value) types must be equivalent to the first one; literals passed
+    to `format` are exempt, as in cel-go's validator.
+    """
+    for node in _literals(ast.root, exempt=False):
+        columns = [node.args] if node.kind == "list" else [node.args[0::2], node.args[1::2]]
+        for elements in columns:
+            mismatch = _first_mismatch(ast, elements)
+            if mismatch is not None:
+                element, expected, found = mismatch
+                line, column = offset_to_position(expression, ast.positions.get(element.id, 0))
+                yield Issue(line, column,
+                            f"expected type '{expected.render()}' but found '{found.render()}'")
+
+
+def _literals(node: Node, *, exempt: bool) -> Iterator[Node]:
+    if node.kind in ("list", "map") and not exempt:
+        yield node
+    inner_exempt = exempt or (node.kind == "call" and node.name == "format")
+    for child in node.children():
+        yield from _literals(child, exempt=inner_exempt)
+
+
+def _first_mismatch(ast: CheckedAst, elements: tuple[Node, ...]) -> tuple[Node, CelType,
+                                                                            CelType] | None:
+    if not elements:
+        return None
+    expected = ast.type_of(elements[0])
+    for element in elements[1:]:
+        found = ast.type_of(element)
+        if found != expected:
+            return element, expected, found
+    return None
+
+
+# --- cel-go's parser recursion limit --------------------------------------------------------
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def nesting_depth(expression: str) -> int:
+    """The deepest bracket nesting outside string literals.
+
+    Each `(`, `[` or `{` enters cel-go's `expr` grammar rule once more, and its parser
+    stops when that rule is entered more than 250 times; this is the cheap imitation.
+    """
+    depth = deepest = 0
+    i, n = 0, len(expression)
+    while i < n:
+        ch = expression[i]
+        if ch in "'\"":
+            i = _skip_string(expression, i)
+            continue
+        if ch in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in _CLOSE:
+            depth = max(depth - 1, 0)
+        i += 1
+    return deepest
+
+
+def _skip_string(text: str, start: int) -> int:
+    """Index after the string literal opening at `start` (raw prefixes need no care)."""
+    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
+    raw = start > 0 and text[start - 1] in "rR"
+    i = start + len(quote)
+    while i < len(text):
+        if text.startswith(quote, i):
+            return i + len(quote)
+        if text[i] == "\\" and not raw:
+            i += 2
+            continue
+        if text[i] == "\n" and len(quote) == 1:
+            return i
+        i += 1
+    return i
