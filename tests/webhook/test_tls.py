@@ -1,0 +1,144 @@
+"""The per-worker cached TLS context and its reload rules (draguard.webhook.tls)."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from draguard.certs.files import StatePaths, create_certificates, renew, write_atomically
+from draguard.certs.inspection import CertifiedKey
+from draguard.webhook.tls import (
+    CertificateUnavailable,
+    ContextCache,
+    build_context,
+    cache_for,
+    gunicorn_ssl_context,
+)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StatePaths:
+    """A fresh state folder with a CA and a serving certificate."""
+    return create_certificates(tmp_path / "state").paths
+
+
+class CountingBuild:
+    """Counts the contexts built, to prove that unchanged files cost no rebuild."""
+
+    def __init__(self) -> None:
+        self.fingerprints: list[str] = []
+
+    def __call__(self, pair: CertifiedKey) -> ssl.SSLContext:
+        self.fingerprints.append(pair.fingerprint)
+        return build_context(pair)
+
+
+def make_cache(state: StatePaths) -> tuple[ContextCache, CountingBuild]:
+    build = CountingBuild()
+    return ContextCache(state.tls_cert, state.tls_key, build=build), build
+
+
+def test_unchanged_files_reuse_one_context(state: StatePaths) -> None:
+    """Many connections with unchanged files get the same context, built once."""
+    cache, build = make_cache(state)
+    contexts = {id(cache.context()) for _ in range(50)}
+    assert len(contexts) == 1 and len(build.fingerprints) == 1
+
+
+def test_context_refuses_tls_below_1_2(state: StatePaths) -> None:
+    """The server context's minimum protocol is TLS 1.2."""
+    cache, _ = make_cache(state)
+    assert cache.context().minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_renewal_builds_a_new_context(state: StatePaths) -> None:
+    """After a renewal the next connection gets a context for the new pair."""
+    cache, build = make_cache(state)
+    first = cache.context()
+    renewed = renew(state.dir)
+    second = cache.context()
+    assert second is not first
+    assert build.fingerprints[-1] == renewed.fingerprint == cache.fingerprint
+
+
+def test_touch_without_change_keeps_context(state: StatePaths) -> None:
+    """Files rewritten with identical bytes (new mtime) do not rebuild the context."""
+    cache, build = make_cache(state)
+    first = cache.context()
+    for path in (state.tls_cert, state.tls_key):
+        write_atomically(path, path.read_bytes(), mode=0o600)
+    assert cache.context() is first and len(build.fingerprints) == 1
+
+
+@pytest.mark.parametrize("breakage", [
+    pytest.param(lambda s: write_atomically(s.tls_cert, b"garbage", mode=0o644), id="cert-garbage"),
+    pytest.param(lambda s: write_atomically(s.tls_key, b"", mode=0o600), id="key-empty"),
+    pytest.param(lambda s: s.tls_key.unlink(), id="key-missing"),
+    pytest.param(lambda s: write_atomically(s.tls_key, s.ca_key.read_bytes(), mode=0o600),
+                 id="key-mismatch"),
+])
+def test_broken_files_keep_last_good_context(state: StatePaths,
+                                             breakage: Callable[[StatePaths], None]) -> None:
+    """Broken replacement files are refused and the last good context keeps serving."""
+    cache, _ = make_cache(state)
+    good = cache.context()
+    breakage(state)
+    assert cache.context() is good
+    assert cache.failures == 1
+
+
+def test_recovers_after_broken_files(state: StatePaths) -> None:
+    """Once good files return after broken ones, they are loaded."""
+    cache, _ = make_cache(state)
+    cache.context()
+    write_atomically(state.tls_cert, b"garbage", mode=0o644)
+    cache.context()
+    renewed = renew(state.dir)
+    cache.context()
+    assert cache.fingerprint == renewed.fingerprint
+
+
+def test_broken_files_are_not_reread_per_connection(state: StatePaths) -> None:
+    """Unchanged broken files are looked at once, not on every connection."""
+    cache, _ = make_cache(state)
+    cache.context()
+    write_atomically(state.tls_cert, b"garbage", mode=0o644)
+    for _ in range(20):
+        cache.context()
+    assert cache.failures == 1
+
+
+def test_no_good_pair_is_unavailable(tmp_path: Path) -> None:
+    """Without any usable pair the cache raises CertificateUnavailable."""
+    cache = ContextCache(tmp_path / "tls.crt", tmp_path / "tls.key")
+    with pytest.raises(CertificateUnavailable):
+        cache.context()
+    assert not cache.loaded
+
+
+def test_gunicorn_hook_uses_the_process_cache(state: StatePaths) -> None:
+    """The ssl_context hook answers from the per-process cache without calling the factory."""
+    conf = SimpleNamespace(certfile=str(state.tls_cert), keyfile=str(state.tls_key))
+
+    def factory() -> ssl.SSLContext:
+        raise AssertionError("gunicorn's default factory must not be used")
+
+    first = gunicorn_ssl_context(conf, factory)
+    assert gunicorn_ssl_context(conf, factory) is first
+    assert cache_for(state.tls_cert, state.tls_key).context() is first
+
+
+def test_temporary_key_copy_is_removed(state: StatePaths, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The private copy of the key made for load_cert_chain does not outlive the build."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    make_cache(state)[0].context()
+    assert os.listdir(scratch) == []
