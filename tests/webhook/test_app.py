@@ -186,7 +186,7 @@ def decision_lines() -> Iterator[list[dict[str, Any]]]:
 
 def test_one_decision_line_per_review(client: FlaskClient,
                                       decision_lines: list[dict[str, Any]]) -> None:
-    """Each answered review logs one JSON record with uid, kind, name, allowed, findings, latency."""
+    """Each review logs one JSON record: uid, kind, name, allowed, findings, latency."""
     post(client, json.dumps(review(BAD_CLAIM, uid="log-me")))
     [line] = decision_lines
     assert line["uid"] == "log-me" and line["kind"] == "ResourceClaim"
