@@ -13,11 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from draguard.schema import formats
-try:
-    from draguard.schema.cel import check_selector
-except ImportError:  # TEMPORARY until schema/cel.py lands (being written); removed then.
-    def check_selector(expression: str, path: FieldPath, *, release: Release) -> list[FieldError]:
-        return [too_long(path, 10240)] if len(expression.encode()) > 10240 else []
+from draguard.schema.cel import check_selector
 from draguard.schema.errors import (
     FieldError,
     duplicate,
