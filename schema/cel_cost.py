@@ -67,9 +67,9 @@ DEVICE = Shape(1, fields=(
     ("capacity", Shape(32, key=_DOMAIN, value=_INNER_CAPACITY)),
 ))
 
+_SPLIT_JOIN = {"split", "join"}
 _LINEAR_STRING = {"contains", "startsWith", "endsWith", "lowerAscii", "upperAscii", "trim",
-                  "replace", "split", "substring", "charAt", "indexOf", "lastIndexOf",
-                  "join", "quote", "strings.quote", "format", "url", "isURL", "ip", "isIP",
+                  "replace", "substring", "charAt", "indexOf", "lastIndexOf", "quote", "strings.quote", "format", "url", "isURL", "ip", "isIP",
                   "cidr", "isCIDR", "quantity", "isQuantity", "semver", "isSemver",
                   "string", "bytes", "ip.isCanonical"}
 _LINEAR_LIST = {"isSorted", "sum", "min", "max", "@in", "sets.contains", "sets.equivalent",
@@ -188,7 +188,8 @@ class _Estimator:
         if node.kind == "const":
             return 0
         if node.kind == "ident":
-            return 1
+            # `device.attributes` is one declared name here but two selections upstream.
+            return node.name.count(".") + 1 if node.name.startswith("device.") else 1
         if node.kind == "select":
             operand = self.cost(node.operand) if node.operand is not None else 0
             return operand if node.test_only else _add(operand, 1)
@@ -203,13 +204,17 @@ class _Estimator:
         return self._call_cost(node)
 
     def _call_cost(self, node: Node) -> int:
+        if node.name == "_?_:_" and len(node.args) == 3:
+            # Only one branch runs: the worst case is the dearer one.
+            condition, if_true, if_false = (self.cost(a) for a in node.args)
+            return _add(condition, max(if_true, if_false))
         operands = [*([node.operand] if node.operand is not None else []), *node.args]
         inputs = _add(*(self.cost(a) for a in operands))
         return _add(inputs, self._function_cost(node, operands))
 
     def _function_cost(self, node: Node, operands: list[Node]) -> int:
         name = node.name
-        if name in _LOGICAL or name == "_?_:_":
+        if name in _LOGICAL:
             return 0
         if name in _REGEX and len(operands) >= 2:
             text = _factor(self.size(operands[0]), STRING_TRAVERSAL_FACTOR)
@@ -222,6 +227,9 @@ class _Estimator:
             return max(1, self.size(operands[0]))
         if name in ("_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_+_") and len(operands) == 2:
             return self._binary_cost(name, operands)
+        if name in _SPLIT_JOIN and operands:
+            # Traversal plus building the result (Kubernetes library.CostEstimator).
+            return max(1, _factor(self.size(operands[0]), 2 * STRING_TRAVERSAL_FACTOR))
         if name in _LINEAR_STRING and operands:
             return max(1, _factor(max(self.size(o) for o in operands), STRING_TRAVERSAL_FACTOR))
         return 1
@@ -234,8 +242,10 @@ class _Estimator:
         if name == "_+_":
             return 1 if kind == "list" else max(1, _factor(_add(left, right),
                                                            STRING_TRAVERSAL_FACTOR))
-        factor = STRING_TRAVERSAL_FACTOR if kind in ("string", "bytes") else 1.0
-        return max(1, _factor(min(left, right), factor))
+        if kind in ("string", "bytes"):
+            # Linear in the shorter operand; comparing with "" is free.
+            return _factor(min(left, right), STRING_TRAVERSAL_FACTOR)
+        return max(1, min(left, right))
 
     def _comprehension_cost(self, node: Node) -> int:
         assert node.iter_range is not None
