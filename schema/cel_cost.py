@@ -69,7 +69,8 @@ DEVICE = Shape(1, fields=(
 
 _SPLIT_JOIN = {"split", "join"}
 _LINEAR_STRING = {"contains", "startsWith", "endsWith", "lowerAscii", "upperAscii", "trim",
-                  "replace", "substring", "charAt", "indexOf", "lastIndexOf", "quote", "strings.quote", "format", "url", "isURL", "ip", "isIP",
+                  "replace", "substring", "charAt", "indexOf", "lastIndexOf", "quote",
+                  "strings.quote", "format", "url", "isURL", "ip", "isIP",
                   "cidr", "isCIDR", "quantity", "isQuantity", "semver", "isSemver",
                   "string", "bytes", "ip.isCanonical"}
 _LINEAR_LIST = {"isSorted", "sum", "min", "max", "@in", "sets.contains", "sets.equivalent",
