@@ -26,6 +26,10 @@ defaults: true                     # apply upstream defaults (§4) to fields sti
 configNamesParent: rewrite         # rewrite (default) | keep (issue 7 `config-names-parent`)
 ```
 
+A file without any document (empty, or only comments) is an error rather than "all
+defaults": it is what a reader sees in the middle of a non-atomic rewrite, and the
+store must then keep the policy in force. Write `{}` for a policy of defaults only.
+
 What a catalog entry does with the request it expands (only requests that use
 `exactly` in v1/v1beta2 or the flat `deviceClassName` in v1beta1 are expanded; a
 request that already has `firstAvailable` is left as written):
@@ -162,7 +166,7 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """A parsed, validated policy. The field defaults are those of an empty policy file."""
+    """A parsed, validated policy. The field defaults are those of a policy file `{}`."""
 
     catalog: Mapping[str, CatalogEntry] = field(default_factory=lambda: MappingProxyType({}))
     limits: Limits = Limits()

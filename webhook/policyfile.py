@@ -90,7 +90,8 @@ class _Node:
         return [self.item(i) for i in range(len(self.value))]
 
     def child(self, key: Any, *, as_key: bool = False) -> _Node:
-        line, column = _position(self.value, key, value=True)
+        # A free-form key (a device class) is where its entry's errors belong.
+        line, column = _position(self.value, key, value=not as_key)
         path = self.path.key(str(key)) if as_key else self.path.child(str(key))
         return _Node(self.source, self.value[key], path, line, column)
 
@@ -157,7 +158,9 @@ def read_policy(data: bytes | str, *, source: str) -> Policy:
     """Parse and validate one policy document."""
     root = _load(data, source)
     if root.value is None:
-        return Policy()
+        # What a reader sees mid-way through a non-atomic rewrite; see the policy docstring.
+        raise PolicyError(root.source, "the policy file holds no document; write {} for a "
+                          "policy of defaults only")
     top = root.fields("apiVersion", "kind", "catalog", "limits", "defaults", "configNamesParent")
     if "apiVersion" in top and top["apiVersion"].string() != API_VERSION:
         top["apiVersion"].fail(f"must be {API_VERSION}")
