@@ -83,7 +83,7 @@ def _admit(endpoint: str, answer: Answerer) -> Response:
     if rejected is not None:
         code, message, decision = rejected
         _count(state, endpoint, decision, started)
-        return _error(code, message)
+        return _error(code, message, keep_alive=_drain(state.config.max_body_bytes))
     try:
         body = request.get_data(cache=False)
         review = parse_review(body)
@@ -121,11 +121,33 @@ def _reject_transport(state: WebhookState) -> tuple[int, str, str] | None:
     return None
 
 
-def _error(code: int, message: str) -> Response:
+def _drain(limit: int) -> bool:
+    """Read and drop the unread body of a refused request; False when it is too big to.
+
+    gunicorn drains at most 64 KiB of an unread body before it closes a kept-alive
+    connection, and closing a socket with unread input makes the kernel reset it, so
+    the client can lose the 413/415 while it is still sending. Reading up to four
+    times the limit keeps that answer deliverable and the connection reusable; a
+    body beyond that is not worth reading and the connection is closed instead.
+    """
+    length = request.content_length
+    if length is None:
+        return True
+    if length > 4 * limit:
+        return False
+    stream = request.environ["wsgi.input"]
+    while length > 0:
+        chunk = stream.read(min(length, 65536))
+        if not chunk:
+            break
+        length -= len(chunk)
+    return True
+
+
+def _error(code: int, message: str, *, keep_alive: bool = True) -> Response:
     body = json.dumps({"code": code, "message": message})
     response = Response(body, status=code, mimetype="application/json")
-    if code == 413:
-        # The unread body would otherwise be drained before the next keep-alive request.
+    if not keep_alive:
         response.headers["Connection"] = "close"
     return response
 
