@@ -1,0 +1,106 @@
+"""The example corpus (tests/cases/) against its hand-written expected findings.
+
+expected.yaml was written from upstream-rules.md, not from draguard's output, so a
+difference here is either a rule-set bug or a disagreement about the spec — both worth
+a look. One parameter per document, id `file:index`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from draguard.schema.validate import Verdict, validate_object
+
+
+def _load_corpus() -> ModuleType:
+    path = Path(__file__).resolve().parents[1] / "cases" / "corpus.py"
+    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+corpus = _load_corpus()
+CASES = corpus.load_cases()
+PINNED = [case for case in CASES if any(f.message is not None for f in case.errors)]
+
+
+def param(case: corpus.Case) -> Any:
+    """One parameter per document; a disputed one must fail until the question is settled."""
+    marks = [pytest.mark.xfail(strict=True, reason=case.disputed)] if case.disputed else []
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+def verdict_of(case: corpus.Case) -> Verdict:
+    return validate_object(case.document, options=case.options)
+
+
+@pytest.mark.parametrize("case", [param(c) for c in CASES])
+def test_findings_match_expected(case: corpus.Case) -> None:
+    """draguard reports exactly the expected (type, field) pairs, in upstream's order."""
+    verdict = verdict_of(case)
+    got = [(e.type.value, e.field) for e in verdict.errors]
+    want = [(f.type, f.field) for f in case.errors]
+    assert got == want, case.rule
+    assert verdict.valid is case.valid
+    assert not verdict.skipped
+
+
+@pytest.mark.parametrize("case", [param(c) for c in PINNED])
+def test_pinned_messages(case: corpus.Case) -> None:
+    """Where expected.yaml pins a message, draguard renders that body word for word."""
+    got = [(e.field, e.message) for e in verdict_of(case).errors]
+    want = [(f.field, f.message) for f in case.errors]
+    assert len(got) == len(want)
+    for (field, message), (want_field, want_message) in zip(got, want, strict=True):
+        if want_message is not None:
+            assert (field, message) == (want_field, want_message)
+
+
+def test_corpus_is_big_enough() -> None:
+    """The corpus holds at least 70 documents, a third of them or fewer valid."""
+    assert len(CASES) >= 70
+    assert 0 < sum(c.valid for c in CASES) <= len(CASES) // 2
+
+
+@pytest.mark.parametrize("version", corpus.UPSTREAM_VERSIONS)
+@pytest.mark.parametrize("kind", corpus.KINDS)
+def test_corpus_covers_version_and_kind(version: str, kind: str) -> None:
+    """Every apiVersion and kind has valid and invalid documents in the upstream shape."""
+    outcomes = Counter(c.valid for c in CASES
+                       if c.version == version and c.kind == kind and not c.parallel)
+    assert outcomes[True] >= 1 and outcomes[False] >= 1
+
+
+def test_corpus_covers_parallel_shape() -> None:
+    """The parallel shape has valid and invalid documents of both kinds."""
+    parallel = [c for c in CASES if c.parallel]
+    assert {c.kind for c in parallel} == set(corpus.KINDS)
+    assert {c.valid for c in parallel} == {True, False}
+
+
+# Rule 13 (adminAccess value, capacity) has nothing that can fail: upstream validates neither.
+@pytest.mark.parametrize("rule", [r for r in range(1, 22) if r != 13])
+def test_corpus_covers_rule(rule: int) -> None:
+    """Every rule of upstream-rules.md §3.3 (1–21) has at least one failing document."""
+    failing = [c for c in CASES
+               if not c.valid and str(rule) in re.findall(r"\brule (\d+)", c.rule)]
+    assert failing, f"no failing document tagged 'rule {rule}'"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def test_expectation_is_consistent(case: corpus.Case) -> None:
+    """An expectation is valid exactly when it lists no errors, and names a known type."""
+    assert case.valid is (not case.errors)
+    known = {"Required", "Invalid", "Duplicate", "TooMany", "TooLong", "Forbidden",
+             "NotSupported", "InternalError", "Unknown", "Malformed"}
+    assert {f.type for f in case.errors} <= known
