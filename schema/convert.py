@@ -38,7 +38,9 @@ LAYOUT_TARGETS = ("parallel", "nested")
 TARGETS = VERSION_TARGETS + LAYOUT_TARGETS
 
 # Lists whose Go field has `omitempty`: an empty one is not written on read-back (contract §4).
-_OMITEMPTY_LISTS = frozenset({"selectors", "tolerations", "firstAvailable", "constraints", "config"})
+_OMITEMPTY_LISTS = frozenset(
+    {"selectors", "tolerations", "firstAvailable", "constraints", "config"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,9 @@ class Conversion:
 def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS) -> Conversion:
     """Convert one document to `target` (a version or a layout); see the module docstring."""
     if target not in TARGETS:
-        raise ValueError(f"unknown conversion target {target!r}: expected one of {', '.join(TARGETS)}")
+        raise ValueError(
+            f"unknown conversion target {target!r}: expected one of {', '.join(TARGETS)}"
+        )
     doc_type = identify(obj)
     if doc_type is None:
         return Conversion(None, None, target)
@@ -85,10 +89,14 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
     return Conversion(document, doc_type.shape, target, tuple(losses), tuple(diff(obj, document)))
 
 
-def _convert_layout(obj: dict[str, Any], doc_type: DocumentType, target: str) -> tuple[dict[str, Any], list[Loss]]:
+def _convert_layout(
+    obj: dict[str, Any], doc_type: DocumentType, target: str
+) -> tuple[dict[str, Any], list[Loss]]:
     document = copy.deepcopy(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
-    devices = holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
+    devices = (
+        holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
+    )
     if not isinstance(devices, dict):
         return document, []
     meta = document.setdefault("metadata", {})
@@ -113,17 +121,35 @@ def _ambiguous_requests(devices: dict[str, Any], path: FieldPath, version: str) 
     """Requests with both exact fields and `firstAvailable` fit neither a request nor an entry."""
     losses = []
     for i, request in enumerate(devices.get("requests", []) or []):
-        if isinstance(request, dict) and request.get("firstAvailable") and _has_exact(request, version):
-            losses.append(Loss(path.child("requests").index(i),
-                               "has both exact fields and firstAvailable (invalid): the conversion is ambiguous"))
+        if (
+            isinstance(request, dict)
+            and request.get("firstAvailable")
+            and _has_exact(request, version)
+        ):
+            losses.append(
+                Loss(
+                    path.child("requests").index(i),
+                    "has both exact fields and firstAvailable (invalid): the conversion is ambiguous",
+                )
+            )
     return losses
 
 
 def _has_exact(request: dict[str, Any], version: str) -> bool:
     if version != "v1beta1":
         return "exactly" in request
-    return any(k in request for k in ("deviceClassName", "selectors", "allocationMode", "count",
-                                      "adminAccess", "tolerations", "capacity"))
+    return any(
+        k in request
+        for k in (
+            "deviceClassName",
+            "selectors",
+            "allocationMode",
+            "count",
+            "adminAccess",
+            "tolerations",
+            "capacity",
+        )
+    )
 
 
 def _convert_version(
@@ -131,8 +157,10 @@ def _convert_version(
 ) -> tuple[dict[str, Any], list[Loss]]:
     prepared = prepare(obj, doc_type, options)
     losses = [Loss(f.path, f"{f.type.value}: {f.detail}") for f in prepared.findings]
-    losses += [Loss(p, f"dropped: its feature gate is off by default in Kubernetes {options.release.name}")
-               for p in prepared.dropped]
+    losses += [
+        Loss(p, f"dropped: its feature gate is off by default in Kubernetes {options.release.name}")
+        for p in prepared.dropped
+    ]
     document = prepared.document
     if doc_type.parallel:
         _drop_order_annotation(document.setdefault("metadata", {}))
@@ -145,16 +173,25 @@ def _convert_version(
     document["apiVersion"] = f"{GROUP}/{target}"
     losses += _fields_the_target_lacks(document, doc_type.kind, target, options)
     if not options.release.has_api_version(target):
-        losses.append(Loss(FieldPath.root("apiVersion"),
-                           f"{GROUP}/{target} does not exist in Kubernetes {options.release.name}"))
+        losses.append(
+            Loss(
+                FieldPath.root("apiVersion"),
+                f"{GROUP}/{target} does not exist in Kubernetes {options.release.name}",
+            )
+        )
     return document, losses
 
 
-def _fields_the_target_lacks(document: dict[str, Any], kind: str, target: str, options: Options) -> list[Loss]:
+def _fields_the_target_lacks(
+    document: dict[str, Any], kind: str, target: str, options: Options
+) -> list[Loss]:
     node = document_node(kind, target, options.release, False)
     reading = read(document, node, FieldPath(), f"{GROUP}/{target}")
-    return [Loss(f.path, f"{GROUP}/{target} in Kubernetes {options.release.name} has no such field")
-            for f in reading.findings if f.type is ErrorType.UNKNOWN]
+    return [
+        Loss(f.path, f"{GROUP}/{target} in Kubernetes {options.release.name} has no such field")
+        for f in reading.findings
+        if f.type is ErrorType.UNKNOWN
+    ]
 
 
 def _omit_empty_lists(value: Any, key: str = "") -> Any:
@@ -162,7 +199,11 @@ def _omit_empty_lists(value: Any, key: str = "") -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if isinstance(v, list) and not v and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices")):
+            if (
+                isinstance(v, list)
+                and not v
+                and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices"))
+            ):
                 continue
             out[k] = _omit_empty_lists(v, k)
         return out
@@ -186,4 +227,12 @@ def _drop_order_annotation(meta: dict[str, Any]) -> None:
             del meta["annotations"]
 
 
-__all__ = ["LAYOUT_TARGETS", "PARALLEL_KEY", "TARGETS", "VERSION_TARGETS", "Conversion", "Loss", "convert_document"]
+__all__ = [
+    "LAYOUT_TARGETS",
+    "PARALLEL_KEY",
+    "TARGETS",
+    "VERSION_TARGETS",
+    "Conversion",
+    "Loss",
+    "convert_document",
+]

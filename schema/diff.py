@@ -30,7 +30,10 @@ class Change:
         return f"{self.path}: {render_value(self.old)} → {render_value(self.new)}"
 
 
-def diff(old: Any, new: Any, path: FieldPath = FieldPath()) -> Iterator[Change]:
+_ROOT = FieldPath()
+
+
+def diff(old: Any, new: Any, path: FieldPath = _ROOT) -> Iterator[Change]:
     """Yield the changes from `old` to `new`; lists are compared index by index."""
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old:

@@ -15,11 +15,15 @@ class Options:
     `namespace_labels` are the labels of the object's Namespace; `None` means unknown,
     and then the admin-access authorization check (§3.7) is skipped, as lint does.
     `default_namespace` fills a missing `metadata.namespace` the way kubectl does.
+    `kubernetes_patch` is the patch level when known (release notes name patch ranges);
+    `profiles` turns on the advice for consumers such as Kueue (issue 7).
     """
 
     release: Release = DEFAULT_RELEASE
     namespace_labels: Mapping[str, str] | None = None
     default_namespace: str | None = None
+    kubernetes_patch: int | None = None
+    profiles: frozenset[str] = frozenset()
 
 
 DEFAULT_OPTIONS = Options()

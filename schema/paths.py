@@ -47,9 +47,7 @@ class FieldPath:
     def __str__(self) -> str:
         out: list[str] = []
         for part in self.parts:
-            if isinstance(part, int):
-                out.append(f"[{part}]")
-            elif isinstance(part, MapKey):
+            if isinstance(part, int | MapKey):
                 out.append(f"[{part}]")
             elif out:
                 out.append("." + part)

@@ -11,18 +11,31 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from draguard.schema.conversion import ORDER_ANNOTATION, Origin, decode_order, parallel_to_nested
+from draguard.schema.advice import Advice, Version, advise_claim_spec, ignored_codes
+from draguard.schema.conversion import (
+    ORDER_ANNOTATION,
+    Origin,
+    decode_order,
+    parallel_to_nested,
+    spec_v1beta1_to_hub,
+)
 from draguard.schema.conversion import PARALLEL_KEY as _PARALLEL
-from draguard.schema.conversion import spec_v1beta1_to_hub
 from draguard.schema.defaults import default_claim_spec
-from draguard.schema.errors import FieldError, ErrorType, forbidden, invalid, required, too_many
+from draguard.schema.errors import (
+    ErrorType,
+    FieldError,
+    forbidden,
+    invalid,
+    required,
+    too_many,
+    unknown_field,
+)
 from draguard.schema.gates import drop_disabled_fields
 from draguard.schema.meta import validate_object_meta, validate_template_meta
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
 from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, Rules
-from draguard.schema.errors import unknown_field
 from draguard.schema.shapes import DocumentType, document_node, identify, read
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
@@ -49,6 +62,7 @@ class Verdict:
     skip_reason: str = ""
     internal: dict[str, Any] | None = field(default=None, compare=False)
     dropped: tuple[FieldPath, ...] = ()
+    warnings: tuple[Advice, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -76,9 +90,13 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     document: dict[str, Any] = reading.value if isinstance(reading.value, dict) else {}
     findings = reading.findings
     if not release.has_api_version(doc_type.version):
-        findings.insert(0, unknown_field(
-            FieldPath.root("apiVersion"), f"{doc_type.api_version} does not exist in Kubernetes {release.name}"
-        ))
+        findings.insert(
+            0,
+            unknown_field(
+                FieldPath.root("apiVersion"),
+                f"{doc_type.api_version} does not exist in Kubernetes {release.name}",
+            ),
+        )
     meta = document.setdefault("metadata", {})
     if options.default_namespace and not meta.get("namespace"):
         meta["namespace"] = options.default_namespace
@@ -111,7 +129,31 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
         return _skipped(obj)
     prepared = prepare(obj, doc_type, options)
     errors = [*prepared.findings, *_create_errors(prepared, options)]
-    return _verdict(prepared, errors)
+    return _verdict(prepared, errors, tuple(advise(prepared, options)))
+
+
+def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
+    """Issue 7's warnings at the user's paths, less the codes the object silences."""
+    version = Version(options.release, options.kubernetes_patch)
+    ignored = ignored_codes(prepared.document.get("metadata"))
+    per_pod = prepared.doc_type.kind == "ResourceClaimTemplate"
+    devices_path = prepared.spec_path.child("devices")
+    for item in advise_claim_spec(
+        prepared.claim_spec,
+        prepared.spec_path,
+        version=version,
+        profiles=options.profiles,
+        per_pod=per_pod,
+    ):
+        if item.code in ignored:
+            continue
+        if prepared.origins is not None:
+            mapped = _map_parallel_path(
+                item.path, devices_path.child("requests"), devices_path, prepared.origins
+            )
+            if mapped is not None:
+                item = Advice(mapped[1], item.code, item.message)
+        yield item
 
 
 def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
@@ -121,7 +163,9 @@ def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]
     yield from _admin_access_errors(prepared.claim_spec, options)
     yield from validate_object_meta(document["metadata"], FieldPath.root("metadata"))
     if kind == "ResourceClaimTemplate":
-        yield from validate_template_meta(document["spec"].get("metadata", {}), FieldPath.root("spec", "metadata"))
+        yield from validate_template_meta(
+            document["spec"].get("metadata", {}), FieldPath.root("spec", "metadata")
+        )
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
     if prepared.origins is None:
         yield from spec_errors
@@ -160,7 +204,11 @@ def _parallel_errors(prepared: Prepared, errors: Iterator[FieldError]) -> Iterat
             yield err
             continue
         origin, path = mapped
-        if origin.list_name == _PARALLEL and err.type is ErrorType.REQUIRED and err.detail == ONE_OF_REQUIRED:
+        if (
+            origin.list_name == _PARALLEL
+            and err.type is ErrorType.REQUIRED
+            and err.detail == ONE_OF_REQUIRED
+        ):
             yield required(path.child("options"))  # contract §2: an entry without options
             continue
         yield err.with_path(path)
@@ -200,17 +248,23 @@ def validate_update(old: Any, new: Any, *, options: Options = DEFAULT_OPTIONS) -
         errors.append(invalid(FieldPath.root("kind"), new_type.kind, "field is immutable"))
         return _verdict(prepared, errors)
     old_prepared = prepare(old, old_type, options)
-    errors += _immutable_meta(old_prepared.document["metadata"], prepared.document["metadata"], meta_path)
+    errors += _immutable_meta(
+        old_prepared.document["metadata"], prepared.document["metadata"], meta_path
+    )
     old_spec, new_spec = _comparable_spec(old_prepared), _comparable_spec(prepared)
     if _semantic(old_spec) != _semantic(new_spec):
-        errors.append(invalid(FieldPath.root("spec"), _go_field_names(new_spec), "field is immutable"))
+        errors.append(
+            invalid(FieldPath.root("spec"), _go_field_names(new_spec), "field is immutable")
+        )
     if new_type.kind == "ResourceClaimTemplate" and options.release.minor == 34:
         # The 1.34-era template strategy re-ran the full create validation (§3.6).
         errors += _create_errors(prepared, options)
     return _verdict(prepared, errors)
 
 
-def _immutable_meta(old: dict[str, Any], new: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+def _immutable_meta(
+    old: dict[str, Any], new: dict[str, Any], path: FieldPath
+) -> Iterator[FieldError]:
     for key in ("name", "namespace", "uid"):
         if old.get(key, "") and new.get(key, "") != old.get(key, ""):
             yield invalid(path.child(key), new.get(key, ""), "field is immutable")
@@ -241,7 +295,9 @@ def _go_field_names(value: Any) -> Any:
     return value
 
 
-def _verdict(prepared: Prepared, errors: list[FieldError]) -> Verdict:
+def _verdict(
+    prepared: Prepared, errors: list[FieldError], warnings: tuple[Advice, ...] = ()
+) -> Verdict:
     meta = prepared.document.get("metadata", {})
     return Verdict(
         kind=prepared.doc_type.kind,
@@ -252,6 +308,7 @@ def _verdict(prepared: Prepared, errors: list[FieldError]) -> Verdict:
         errors=tuple(errors),
         internal=prepared.document,
         dropped=tuple(prepared.dropped),
+        warnings=warnings,
     )
 
 

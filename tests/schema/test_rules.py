@@ -13,10 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from draguard.schema.conversion import hub_request_to_v1beta1
 from draguard.schema.options import Options
-from draguard.schema.releases import release
 from draguard.schema.validate import validate_object
 
 Devices = dict[str, Any]

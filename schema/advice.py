@@ -1,0 +1,375 @@
+"""Warnings beyond upstream: traps that break prioritized lists after the apiserver said yes.
+
+Issue 7. Each check is a small generator over the claim spec in the hub shape (the
+same object the rules see) and yields `Advice` values with a stable kebab-case code.
+The evidence behind every code is in README ("Warnings"). Advice never changes the
+verdict; front ends decide whether it fails a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import Release
+
+IGNORE_ANNOTATION = "draguard.io/ignore"
+MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
+MAX_RESULTS = 32  # AllocationResultsMaxSize (§2.4)
+ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 devices
+COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
+PROFILES = ("kueue", "autoscaler", "dynamo")
+
+CODES = (
+    "config-names-parent",
+    "quota-charge",
+    "all-mode-in-alternative",
+    "alternative-counts-differ",
+    "devices-over-32",
+    "combinations",
+    "pod-names-subrequest",
+    "consumer-profile",
+    "class-config-request-names",
+    "scoring-crash",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One warning: where, a stable code, and what to do about it."""
+
+    path: FieldPath
+    code: str
+    message: str
+
+    @property
+    def field(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A Kubernetes version down to the patch, when known (release notes need patches)."""
+
+    release: Release
+    patch: int | None = None
+
+    def before(self, minor: int, patch: int) -> bool:
+        """True when this version is `1.minor.x` with x < patch (unknown patch: assume affected)."""
+        return self.release.minor == minor and (self.patch is None or self.patch < patch)
+
+    def within(self, minor: int, first: int, last: int) -> bool:
+        return self.release.minor == minor and (self.patch is None or first <= self.patch <= last)
+
+
+def ignored_codes(metadata: Any) -> frozenset[str]:
+    """Codes silenced by the object's `draguard.io/ignore: code,code` annotation."""
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    raw = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
+    if not isinstance(raw, str):
+        return frozenset()
+    return frozenset(code.strip() for code in raw.split(",") if code.strip())
+
+
+def advise_claim_spec(
+    spec: dict[str, Any],
+    path: FieldPath,
+    *,
+    version: Version,
+    profiles: frozenset[str] = frozenset(),
+    per_pod: bool = False,
+) -> Iterator[Advice]:
+    """Every per-object check over one hub-shaped claim spec at `path`."""
+    devices = spec.get("devices")
+    if not isinstance(devices, dict):
+        return
+    dpath = path.child("devices")
+    requests = _requests(devices)
+    yield from check_config_names_parent(devices, dpath)
+    yield from check_quota_charge(requests, dpath, per_pod=per_pod)
+    for i, request in requests:
+        rpath = dpath.child("requests").index(i)
+        subs = _subrequests(request)
+        if not subs:
+            continue
+        yield from check_all_mode(subs, rpath, version)
+        yield from check_counts_differ(request, subs, rpath, profiles)
+        yield from check_profiles(request, rpath, profiles)
+    yield from check_devices_over_32(requests, dpath)
+    yield from check_combinations(requests, dpath)
+    yield from check_class_config_names(requests, dpath, version)
+
+
+# -- config-names-parent ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceRewrite:
+    """Replace `config[index].requests` by `new` (every parent name spelled out)."""
+
+    index: int
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return len(self.new) <= MAX_REFERENCES
+
+
+def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
+    """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
+    out: dict[str, list[str]] = {}
+    for _, request in _requests(devices):
+        name = request.get("name")
+        if not isinstance(name, str):
+            continue
+        subs = [s.get("name") for s in _subrequests(request)]
+        if subs and all(isinstance(n, str) and n for n in subs):
+            out[name] = [str(n) for n in subs]
+        else:
+            out.pop(name, None)
+    return out
+
+
+def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]:
+    """The `config-names-parent` rewrites for a devices object of any version or layout."""
+    parents = prioritized_parents(devices)
+    rewrites = []
+    for k, config in enumerate(devices.get("config") or []):
+        refs = config.get("requests") if isinstance(config, dict) else None
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+            continue
+        if not any(r in parents for r in refs):
+            continue
+        new: list[str] = []
+        for ref in refs:
+            for expanded in [f"{ref}/{s}" for s in parents[ref]] if ref in parents else [ref]:
+                if expanded not in new:
+                    new.append(expanded)
+        rewrites.append(ReferenceRewrite(k, tuple(refs), tuple(new)))
+    return rewrites
+
+
+def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iterator[Advice]:
+    parents = prioritized_parents(devices)
+    for rewrite in config_reference_rewrites(devices):
+        for r, ref in enumerate(rewrite.old):
+            if ref not in parents:
+                continue
+            explicit = ", ".join(f"`{ref}/{s}`" for s in parents[ref])
+            fix = (
+                "`draguard fix` rewrites it"
+                if rewrite.fits
+                else (
+                    f"spelling them out needs {len(rewrite.new)} entries, over upstream's {MAX_REFERENCES}"
+                )
+            )
+            yield Advice(
+                dpath.child("config").index(rewrite.index).child("requests").index(r),
+                "config-names-parent",
+                f"config names the prioritized request `{ref}` by its parent name; allocation results say "
+                f"`{ref}/<subrequest>` and most drivers compare names exactly, so they silently skip this "
+                f"config: name {explicit} instead ({fix})",
+            )
+
+
+# -- quota-charge, devices-over-32, combinations -------------------------------------------
+
+
+def _device_count(request: dict[str, Any], mode_all: int) -> int:
+    if request.get("allocationMode") == "All":
+        return mode_all
+    count = request.get("count", 1)
+    return count if isinstance(count, int) and count > 0 else 1
+
+
+def quota_charge(
+    requests: list[tuple[int, dict[str, Any]]],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(charge per class, first-choice need per class) under core ResourceQuota semantics.
+
+    Quota charges a prioritized request, per device class, the largest count among its
+    alternatives of that class (`All` as 32), summed over requests (KEP-4816: no quota
+    circumvention); an allocation needs only the chosen alternative.
+    """
+    charge: dict[str, int] = {}
+    need: dict[str, int] = {}
+    for _, request in requests:
+        subs = _subrequests(request)
+        exact = request.get("exactly")
+        if subs:
+            largest: dict[str, int] = {}
+            for sub in subs:
+                cls = str(sub.get("deviceClassName", ""))
+                largest[cls] = max(largest.get(cls, 0), _device_count(sub, ALL_MODE_QUOTA_CHARGE))
+            first = subs[0]
+            _add(
+                need,
+                str(first.get("deviceClassName", "")),
+                _device_count(first, ALL_MODE_QUOTA_CHARGE),
+            )
+        elif isinstance(exact, dict):
+            largest = {
+                str(exact.get("deviceClassName", "")): _device_count(exact, ALL_MODE_QUOTA_CHARGE)
+            }
+            _add(need, *next(iter(largest.items())))
+        else:
+            continue
+        for cls, n in largest.items():
+            _add(charge, cls, n)
+    return charge, need
+
+
+def check_quota_charge(
+    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath, *, per_pod: bool
+) -> Iterator[Advice]:
+    charge, need = quota_charge(requests)
+    if sum(charge.values()) <= sum(need.values()):
+        return
+    unit = "per pod " if per_pod else ""
+    yield Advice(
+        dpath.child("requests"),
+        "quota-charge",
+        f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
+        f"({sum(charge.values())} devices), while its first choices need {_per_class(need)} "
+        f"({sum(need.values())}); size namespace quotas for the larger figure",
+    )
+
+
+def check_devices_over_32(
+    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath
+) -> Iterator[Advice]:
+    worst = 0
+    for _, request in requests:
+        subs = _subrequests(request)
+        candidates = subs or (
+            [request["exactly"]] if isinstance(request.get("exactly"), dict) else []
+        )
+        counts = [_device_count(c, 1) for c in candidates if c.get("allocationMode") != "All"]
+        worst += max(counts, default=0)
+    if worst > MAX_RESULTS:
+        yield Advice(
+            dpath.child("requests"),
+            "devices-over-32",
+            f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
+            f"{MAX_RESULTS} results: the scheduler cannot allocate those combinations",
+        )
+
+
+def check_combinations(
+    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath
+) -> Iterator[Advice]:
+    sizes = [len(_subrequests(r)) for _, r in requests if _subrequests(r)]
+    total = prod(sizes) if sizes else 0
+    if len(sizes) > 1 and total > COMBINATIONS_WARN_AT:
+        yield Advice(
+            dpath.child("requests"),
+            "combinations",
+            f"{total} combinations of alternatives across {len(sizes)} prioritized requests "
+            f"({' × '.join(map(str, sizes))}); the allocator may try each on every candidate node",
+        )
+
+
+# -- per-request checks ---------------------------------------------------------------------
+
+
+def check_all_mode(
+    subs: list[dict[str, Any]], rpath: FieldPath, version: Version
+) -> Iterator[Advice]:
+    for j, sub in enumerate(subs):
+        if sub.get("allocationMode") != "All":
+            continue
+        path = rpath.child("firstAvailable").index(j).child("allocationMode")
+        if j >= 1 and version.release.minor in (34, 35):
+            yield Advice(
+                path,
+                "all-mode-in-alternative",
+                f"allocationMode All in alternative {j}: the allocator in Kubernetes "
+                f"{version.release.name} mishandles an All-mode subrequest after the first "
+                "(fixed in 1.36.0, not backported); move it first or avoid All here",
+            )
+        else:
+            yield Advice(
+                path,
+                "all-mode-in-alternative",
+                "allocationMode All inside firstAvailable takes every matching device of a node; "
+                "the alternatives after it are tried only where none matches",
+            )
+
+
+def check_counts_differ(
+    request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath, profiles: frozenset[str]
+) -> Iterator[Advice]:
+    counts = [_device_count(s, 0) for s in subs]
+    if len(set(counts)) <= 1:
+        return
+    shown = ", ".join("All" if c == 0 else str(c) for c in counts)
+    refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
+    yield Advice(
+        rpath.child("firstAvailable"),
+        "alternative-counts-differ",
+        f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "
+        f"operators that size workers from the claim see only one of them{refusal}",
+    )
+
+
+def check_profiles(
+    request: dict[str, Any], rpath: FieldPath, profiles: frozenset[str]
+) -> Iterator[Advice]:
+    name = request.get("name", "")
+    if "kueue" in profiles:
+        yield Advice(
+            rpath.child("firstAvailable"),
+            "consumer-profile",
+            f"Kueue rejects workloads whose claims use firstAvailable (request `{name}`)",
+        )
+    if "autoscaler" in profiles:
+        yield Advice(
+            rpath.child("firstAvailable"),
+            "consumer-profile",
+            f"the cluster autoscaler ignores the order of `{name}`'s alternatives: it may add nodes "
+            "for a later alternative while the first one could be had",
+        )
+
+
+def check_class_config_names(
+    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath, version: Version
+) -> Iterator[Advice]:
+    if not any(_subrequests(r) for _, r in requests):
+        return
+    if version.before(33, 6) or version.before(34, 2):
+        yield Advice(
+            dpath.child("requests"),
+            "class-config-request-names",
+            f"Kubernetes {version.release.name}.x before 1.33.6 / 1.34.2 leaves request names out of "
+            "DeviceClass configs in allocation results, so drivers cannot tell which alternative a "
+            "class config belongs to; upgrade to a fixed patch",
+        )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _requests(devices: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    items = devices.get("requests")
+    if not isinstance(items, list):
+        return []
+    return [(i, r) for i, r in enumerate(items) if isinstance(r, dict)]
+
+
+def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
+    subs = request.get("firstAvailable")
+    if not isinstance(subs, list):
+        return []
+    return [s for s in subs if isinstance(s, dict)]
+
+
+def _add(counter: dict[str, int], key: str, n: int) -> None:
+    counter[key] = counter.get(key, 0) + n
+
+
+def _per_class(counter: dict[str, int]) -> str:
+    return ", ".join(f"{cls} {n}" for cls, n in counter.items())
