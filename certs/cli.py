@@ -243,6 +243,7 @@ def run_publish(args: argparse.Namespace, ctx: Context) -> int:
         namespace=args.namespace,
         webhook_config=args.webhook_config,
         ca_secret=args.ca_secret,
+        now=ctx.now,
     )
     for name, outcome in result.secrets:
         ctx.say(f"Secret {args.namespace}/{name}: {outcome}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -138,14 +139,15 @@ def publish(
     namespace: str,
     webhook_config: str,
     ca_secret: str | None = None,
+    now: dt.datetime | None = None,
 ) -> PublishResult:
     """Write both Secrets from the state folder and put its CA into both webhook configurations.
 
-    The local files are checked first (parse, match, CA is a CA): garbage never
-    reaches the cluster. Raises `CertificateFileError` or `ClusterError`.
+    The local files are checked first (parse, match, CA is a CA and valid at `now`):
+    garbage never reaches the cluster. Raises `CertificateFileError` or `ClusterError`.
     """
     paths = StatePaths.of(state_dir)
-    ca = load_authority(paths)
+    ca = load_authority(paths, now=now)
     leaf = load_pair(paths.tls_cert, paths.tls_key)
     ca_name = ca_secret or default_ca_secret(secret)
     # The CA first: once the serving Secret exists, the CA key must be recoverable.
@@ -392,7 +394,8 @@ class KubernetesApi:
 
 
 _RAW: dict[str, Any] = {"_preload_content": False}
-_JSON: dict[str, Any] = {"_content_type": "application/json"}
+# The generated create/replace methods ignore `_content_type`; headers get through.
+_JSON: dict[str, Any] = {"_headers": {"Content-Type": "application/json"}}
 
 
 def _cluster_error(exc: Any) -> ClusterError:
