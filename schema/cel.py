@@ -17,13 +17,14 @@ from typing import Literal
 
 from draguard.schema.cel_ast import CelType, CheckedAst, Node, decode_checked
 from draguard.schema.cel_cost import COST_LIMIT, estimate_max_cost
+from draguard.schema.cel_depth import nesting_depth
 from draguard.schema.cel_env import EnvFlags, environment
 from draguard.schema.errors import FieldError, forbidden, internal_error, invalid, too_long
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
 
 MAX_EXPRESSION_BYTES = 10240  # CELSelectorExpressionMaxLength (§2.4)
-RECURSION_LIMIT = 250  # cel-go parser default maxRecursionDepth
+RECURSION_LIMIT = 250  # cel-go parser default maxRecursionDepth (cel_depth.py)
 CACHE_SIZE = 4096
 
 Outcome = Literal["ok", "invalid", "forbidden", "internal", "unchecked"]
@@ -56,10 +57,18 @@ def check_selector(expression: str, path: FieldPath, *, release: Release) -> lis
     if len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES:
         return [too_long(path, MAX_EXPRESSION_BYTES)]
     try:
-        verdict = analyse_selector(expression, consumable_capacity=release.consumable_capacity)
+        text = _without_surrogates(expression)
+        verdict = analyse_selector(text, consumable_capacity=release.consumable_capacity)
     except Exception as exc:  # a library failure must never take the caller down
         return [internal_error(path, f"CEL checking failed: {exc}")]
     return verdict.errors(path, expression)
+
+
+def _without_surrogates(expression: str) -> str:
+    """Lone surrogates (possible from JSON escapes) become U+FFFD, as Go's decoder does."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in expression):
+        return expression
+    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in expression)
 
 
 def analyse_selector(expression: str, *, consumable_capacity: bool) -> Verdict:
@@ -73,7 +82,7 @@ def cache_info() -> functools._CacheInfo:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _analyse(expression: str, consumable_capacity: bool) -> Verdict:
-    if nesting_depth(expression) >= RECURSION_LIMIT:
+    if nesting_depth(expression) > RECURSION_LIMIT:
         # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
         text = render_issues(expression, [Issue(-1, -1, recursion_message())])
         return Verdict("invalid", "compilation failed: " + text)
@@ -222,47 +231,3 @@ def _first_mismatch(ast: CheckedAst, elements: tuple[Node, ...]) -> tuple[Node, 
         if found != expected:
             return element, expected, found
     return None
-
-
-# --- cel-go's parser recursion limit --------------------------------------------------------
-
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def nesting_depth(expression: str) -> int:
-    """The deepest bracket nesting outside string literals.
-
-    Each `(`, `[` or `{` enters cel-go's `expr` grammar rule once more, and its parser
-    stops when that rule is entered more than 250 times; this is the cheap imitation.
-    """
-    depth = deepest = 0
-    i, n = 0, len(expression)
-    while i < n:
-        ch = expression[i]
-        if ch in "'\"":
-            i = _skip_string(expression, i)
-            continue
-        if ch in _OPEN:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in _CLOSE:
-            depth = max(depth - 1, 0)
-        i += 1
-    return deepest
-
-
-def _skip_string(text: str, start: int) -> int:
-    """Index after the string literal opening at `start` (raw prefixes need no care)."""
-    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
-    raw = start > 0 and text[start - 1] in "rR"
-    i = start + len(quote)
-    while i < len(text):
-        if text.startswith(quote, i):
-            return i + len(quote)
-        if text[i] == "\\" and not raw:
-            i += 2
-            continue
-        if text[i] == "\n" and len(quote) == 1:
-            return i
-        i += 1
-    return i

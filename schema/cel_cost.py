@@ -68,6 +68,7 @@ DEVICE = Shape(1, fields=(
 ))
 
 _SPLIT_JOIN = {"split", "join"}
+_SIZE_PRESERVING = {"lowerAscii", "upperAscii", "trim", "substring", "find", "findAll", "split"}
 _LINEAR_STRING = {"contains", "startsWith", "endsWith", "lowerAscii", "upperAscii", "trim",
                   "replace", "substring", "charAt", "indexOf", "lastIndexOf", "quote",
                   "strings.quote", "format", "url", "isURL", "ip", "isIP",
@@ -153,6 +154,15 @@ class _Estimator:
             if left is None or right is None:
                 return None
             return Shape(_add(left.max_size, right.max_size), value=left.value or right.value)
+        if node.name in _SIZE_PRESERVING and node.operand is not None:
+            # Result sizes the Kubernetes estimator reports: never longer than the input,
+            # and `split`/`findAll` give at most one element per input character.
+            source = self.shape(node.operand)
+            if source is None:
+                return None
+            if node.name in ("split", "findAll"):
+                return Shape(source.max_size, value=Shape(source.max_size))
+            return Shape(source.max_size)
         return None
 
     def _comprehension_shape(self, node: Node) -> Shape | None:
