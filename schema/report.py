@@ -140,7 +140,8 @@ def render_json(report: Report) -> str:
         "summary": {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
                     "skipped": s.skipped},
     }
-    return json.dumps(out, indent=2) + "\n"
+    # No indent: only the compact form is encoded in C, and tools are the readers.
+    return json.dumps(out) + "\n"
 
 
 def result_json(result: DocumentResult) -> dict[str, Any]:

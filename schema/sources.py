@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Literal
 
 import yaml
 from draguard.schema.paths import Segment
+from draguard.schema.yamlevents import load_text
 
 Format = Literal["yaml", "json"]
 
@@ -202,26 +203,6 @@ def _skip_space(text: str, pos: int) -> int:
 
 # --- parsing ---------------------------------------------------------------------------
 
-class _Loader(yaml.CSafeLoader):
-    """libyaml's safe loader, reading timestamps as strings.
-
-    kubectl decodes YAML into JSON (`sigs.k8s.io/yaml`), where `2024-01-01` stays a
-    string; PyYAML would make it a `datetime.date`, which is no JSON value.
-    """
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _timestamp_as_text(loader: _Loader, node: yaml.Node) -> Any:
-    return node.value
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
-
 # Errors a parser raises for bad input; RecursionError for absurdly deep nesting.
 _PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
 
@@ -231,7 +212,7 @@ def load(chunk: Chunk) -> Any | SyntaxProblem:
     try:
         if chunk.format == "json":
             return json.loads(chunk.text)
-        return yaml.load(chunk.text, Loader=_Loader)
+        return load_text(chunk.text)
     except json.JSONDecodeError as exc:
         return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
     except yaml.MarkedYAMLError as exc:

@@ -1,0 +1,154 @@
+"""Benchmark: `draguard lint` documents/s against kubernetes-validate's, same documents, same run.
+
+    .venv/bin/python bench/lint.py [--documents 2000] [--jobs 2] [--peer-documents N]
+
+Generates DRA claims and templates (v1, v1beta2, v1beta1; about one in five invalid, so
+that positions are computed too) into 20 files in a temporary folder, then times:
+
+- draguard: the whole `draguard lint --output json FOLDER` in-process (reading,
+  splitting, parsing, rules, positions, rendering), once with one process and once
+  with `--jobs N`; interpreter start-up is excluded, pool start-up is included;
+- kubernetes-validate: its Python API (`kubernetes_validate.validate(obj, "1.37",
+  strict=True)`) on each document after `yaml.safe_load_all` of the same files, as its
+  CLI does. `--peer-documents` limits it to the first N documents (it manages about 50
+  documents/s, so all 2,000 take some 40 s); the rate is per document either way.
+
+Targets (issue 2): draguard ≥ 100× kubernetes-validate's rate in the same run, and with
+`--jobs 2` ≥ 7,500 documents/s. Exit status 0 when both are met, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import random
+import sys
+import tempfile
+import time
+from typing import Any
+
+import yaml
+
+from draguard.schema.cli import lint as lint_cli
+
+FILES = 20
+RATIO_TARGET = 100.0
+JOBS_TARGET = 7_500.0
+VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+def make_request(rng: random.Random, version: str, name: str, *, bad: bool) -> dict[str, Any]:
+    """A prioritized request (or an exact one) in the shape of `version`."""
+    if rng.random() < 0.3:
+        exact = {"deviceClassName": f"{name}.example.com", "count": rng.randint(1, 4)}
+        return {"name": name, **exact} if version == "v1beta1" else {"name": name, "exactly": exact}
+    count = 9 if bad and rng.random() < 0.5 else rng.randint(1, 4)
+    subs = [
+        {"name": f"opt-{j}", "deviceClassName": f"gpu-{j}.example.com", "count": j + 1,
+         "selectors": [{"cel": {"expression": f'device.driver == "gpu-{j}.example.com"'}}]}
+        for j in range(count)
+    ]
+    if bad and count < 9:
+        subs[-1]["name"] = subs[0]["name"]  # a duplicate subrequest name
+    return {"name": name, "firstAvailable": subs}
+
+
+def make_document(rng: random.Random, n: int) -> dict[str, Any]:
+    version = VERSIONS[n % len(VERSIONS)]
+    bad = rng.random() < 0.2
+    requests = [make_request(rng, version, f"req-{i}", bad=bad and i == 0)
+                for i in range(rng.randint(1, 3))]
+    devices: dict[str, Any] = {"requests": requests}
+    if len(requests) > 1:
+        devices["constraints"] = [{"requests": [r["name"] for r in requests],
+                                   "matchAttribute": "example.com/numa"}]
+    spec = {"devices": devices}
+    meta = {"name": f"claim-{n}", "namespace": "team-a", "labels": {"app": "trainer"}}
+    api_version = f"resource.k8s.io/{version}"
+    if n % 2:
+        return {"apiVersion": api_version, "kind": "ResourceClaimTemplate", "metadata": meta,
+                "spec": {"metadata": {"labels": {"app": "trainer"}}, "spec": spec}}
+    return {"apiVersion": api_version, "kind": "ResourceClaim", "metadata": meta, "spec": spec}
+
+
+def write_corpus(folder: str, documents: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    docs = [make_document(rng, n) for n in range(documents)]
+    paths = []
+    for f in range(FILES):
+        path = os.path.join(folder, f"claims-{f:02d}.yaml")
+        with open(path, "w", encoding="utf-8") as handle:
+            yaml.safe_dump_all(docs[f::FILES], handle, sort_keys=False)
+        paths.append(path)
+    return paths
+
+
+def time_draguard(folder: str, jobs: int) -> tuple[float, int, int]:
+    """Seconds for one in-process `draguard lint`, its exit code and documents counted."""
+    out, err = io.StringIO(), io.StringIO()
+    start = time.perf_counter()
+    code = lint_cli.main(["--output", "json", "--jobs", str(jobs), folder], stdout=out, stderr=err)
+    seconds = time.perf_counter() - start
+    if code == 2:
+        raise SystemExit(f"draguard lint failed: {err.getvalue()}")
+    documents = out.getvalue().count('"document":')
+    return seconds, code, documents
+
+
+def time_peer(paths: list[str], limit: int) -> tuple[float, int, int]:
+    """Seconds for kubernetes-validate on the first `limit` documents, documents, rejections."""
+    import kubernetes_validate
+
+    done = rejected = 0
+    start = time.perf_counter()
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for doc in yaml.safe_load_all(handle):
+                if done >= limit:
+                    return time.perf_counter() - start, done, rejected
+                try:
+                    kubernetes_validate.validate(doc, "1.37", strict=True)
+                except kubernetes_validate.ValidationError:
+                    rejected += 1
+                done += 1
+    return time.perf_counter() - start, done, rejected
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=2000)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--peer-documents", type=int, default=None,
+                        help="how many of the documents kubernetes-validate checks (default: all)")
+    parser.add_argument("--seed", type=int, default=4816)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="draguard-bench-") as folder:
+        paths = write_corpus(folder, args.documents, args.seed)
+        time_draguard(folder, 1)  # warm-up: imports, CEL compile cache
+        one_s, code, counted = time_draguard(folder, 1)
+        many_s, _, _ = time_draguard(folder, args.jobs)
+        peer_limit = args.peer_documents or args.documents
+        peer_s, peer_docs, peer_rejected = time_peer(paths, peer_limit)
+
+    one_rate = args.documents / one_s
+    many_rate = args.documents / many_s
+    peer_rate = peer_docs / peer_s
+    ratio = one_rate / peer_rate
+    print(f"documents: {args.documents} generated in {FILES} files; draguard reported "
+          f"{counted} results (exit {code})")
+    print(f"draguard, 1 process:        {one_rate:10.0f} documents/s ({one_s:.3f} s)")
+    print(f"draguard, --jobs {args.jobs}:         {many_rate:10.0f} documents/s ({many_s:.3f} s)"
+          f"   target ≥ {JOBS_TARGET:.0f}")
+    print(f"kubernetes-validate 1.37:   {peer_rate:10.1f} documents/s ({peer_docs} documents, "
+          f"{peer_rejected} rejected, {peer_s:.2f} s)")
+    print(f"ratio draguard/kubernetes-validate (1 process): {ratio:.0f}×   target ≥ "
+          f"{RATIO_TARGET:.0f}×")
+    met = ratio >= RATIO_TARGET and many_rate >= JOBS_TARGET
+    print("targets met" if met else "targets NOT met")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""A stand-in rule set for the lint tests: each document lists its own findings.
+
+`x-errors: [[Type, path], …]` and `x-warnings: [[code, path], …]` in a document become
+the verdict's findings, `x-crash: true` makes the validator raise, and kinds other than
+ResourceClaim/ResourceClaimTemplate are skipped. The shape is the apiVersion's version,
+or `parallel` with `x-parallel: true`. This tests reading, locating and reporting
+without depending on the real rules; the CLI tests also run the real ones.
+
+Load with `load_fakes()` from a test module (the test folders are not packages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from draguard.schema.errors import ErrorType, FieldError
+from draguard.schema.options import Options
+from draguard.schema.paths import FieldPath, parse_path
+from draguard.schema.validate import Verdict
+
+DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+
+
+@dataclass(frozen=True)
+class FakeWarning:
+    path: FieldPath
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class VerdictWithWarnings:
+    """Verdict's fields plus `warnings`, as issue 7 will add them."""
+
+    kind: str | None
+    api_version: str | None
+    name: str | None
+    namespace: str | None
+    shape: str | None
+    errors: tuple[FieldError, ...]
+    warnings: tuple[FakeWarning, ...]
+    skipped: bool = False
+    skip_reason: str = ""
+
+
+def fake_validate(obj: Any, *, options: Options) -> Any:
+    if obj.get("x-crash"):
+        raise RuntimeError("boom")
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    kind, api = obj.get("kind"), obj.get("apiVersion")
+    namespace = meta.get("namespace", options.default_namespace)
+    if kind not in DRA_KINDS:
+        return Verdict(kind, api, meta.get("name"), namespace, None, skipped=True,
+                       skip_reason="not a ResourceClaim or ResourceClaimTemplate")
+    shape = "parallel" if obj.get("x-parallel") else str(api).rpartition("/")[2]
+    errors = tuple(FieldError(ErrorType(t), parse_path(p), "v", "fake detail")
+                   for t, p in obj.get("x-errors", []))
+    if "x-warnings" not in obj:
+        return Verdict(kind, api, meta.get("name"), namespace, shape, errors)
+    warnings = tuple(FakeWarning(parse_path(p), code, f"fake {code}")
+                     for code, p in obj["x-warnings"])
+    return VerdictWithWarnings(kind, api, meta.get("name"), namespace, shape, errors, warnings)
