@@ -1,0 +1,127 @@
+"""`draguard fix PATH…`: rewrite fixable warnings in place, keeping comments and layout.
+
+Today one warning is fixable: `config-names-parent` (issue 7 §3). A `config[].requests`
+entry naming a prioritized parent becomes the explicit `parent/sub` list, which the
+allocator treats the same and every driver understands — but only when the result
+stays within upstream's 32 references. Exit codes (`contract.md` §4): 0 nothing left
+to fix, 1 something unfixable remains, 2 usage or unreadable input. A second run
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from draguard.schema.advice import config_reference_rewrites
+from draguard.schema.shapes import identify
+from draguard.schema.sources import STDIN, Unreadable, expand_paths, read_source
+from draguard.schema.yamledit import dump_documents, load_documents, to_plain
+from ruamel.yaml.comments import CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+EXIT_OK, EXIT_UNFIXABLE, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="draguard fix", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files or folders to rewrite in place"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say what would change, write nothing"
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        args = build_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    status = EXIT_OK
+    for path in expand_paths(args.paths):
+        if path == STDIN:
+            print("draguard fix: stdin cannot be rewritten in place; name a file", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        status = max(status, fix_file(path, dry_run=args.dry_run))
+    return status
+
+
+def fix_file(path: str, *, dry_run: bool = False) -> int:
+    """Rewrite one file; print each change as `file: field: old → new`; return its exit code."""
+    source = read_source(path)
+    if isinstance(source, Unreadable):
+        print(f"draguard fix: {source.name}: {source.reason}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        documents = load_documents(source.text)
+    except YAMLError as exc:
+        print(
+            f"draguard fix: {path}: not valid YAML, left unchanged: {exc}".replace("\n", " "),
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    changed, unfixable = False, False
+    for number, document in enumerate(documents):
+        for field, old, new, fits in _fix_document(document):
+            if fits:
+                print(f"{path}: document {number}: {field}: {old} → {new}")
+                changed = True
+            else:
+                print(
+                    f"{path}: document {number}: {field}: not fixable: naming every alternative needs "
+                    f"{len(new)} entries, over upstream's 32",
+                    file=sys.stderr,
+                )
+                unfixable = True
+    if changed and not dry_run:
+        _write_atomically(path, dump_documents(documents))
+    return EXIT_UNFIXABLE if unfixable else EXIT_OK
+
+
+def _fix_document(document: Any) -> list[tuple[str, list[str], list[str], bool]]:
+    doc_type = identify(to_plain(document)) if isinstance(document, dict) else None
+    if doc_type is None:
+        return []
+    spec, prefix = document.get("spec"), "spec"
+    if doc_type.kind == "ResourceClaimTemplate":
+        spec, prefix = (spec.get("spec") if isinstance(spec, dict) else None), "spec.spec"
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    if not isinstance(devices, dict):
+        return []
+    results = []
+    for rewrite in config_reference_rewrites(to_plain(devices)):
+        field = f"{prefix}.devices.config[{rewrite.index}].requests"
+        results.append((field, list(rewrite.old), list(rewrite.new), rewrite.fits))
+        if rewrite.fits:
+            _replace_list(devices["config"][rewrite.index], "requests", list(rewrite.new))
+    return results
+
+
+def _replace_list(config: Any, key: str, values: list[str]) -> None:
+    """Replace the list's items in place, so its flow or block style and comments stay."""
+    current = config[key]
+    if isinstance(current, CommentedSeq):
+        current[:] = values
+    else:
+        config[key] = values
+
+
+def _write_atomically(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".draguard-fix-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

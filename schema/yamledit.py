@@ -1,0 +1,107 @@
+"""Edit YAML documents in place while keeping what a person wrote (ruamel.yaml round trip).
+
+`load_documents` / `dump_documents` read and write a multi-document file with its
+comments, key order and flow styles; `apply` makes a loaded document equal to a plain
+converted value while touching only what differs, so untouched parts keep their
+comments and layout. New keys go after the nearest preceding key of the new value
+(which is in Go struct order when it comes from the converter).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+
+def round_trip_yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap long strings such as CEL expressions
+    yaml.indent(mapping=2, sequence=2, offset=0)
+    return yaml
+
+
+def load_documents(text: str) -> list[Any]:
+    """All documents of a YAML (or JSON) text, as round-trip nodes."""
+    return list(round_trip_yaml().load_all(text))
+
+
+def dump_documents(documents: list[Any]) -> str:
+    out = io.StringIO()
+    round_trip_yaml().dump_all(documents, out)
+    return out.getvalue()
+
+
+def apply(node: Any, new: Any) -> Any:
+    """Make `node` equal to `new`, editing containers in place; returns the value to store."""
+    if isinstance(node, CommentedMap) and isinstance(new, dict):
+        _apply_map(node, new)
+        return node
+    if isinstance(node, CommentedSeq) and isinstance(new, list):
+        _apply_seq(node, new)
+        return node
+    if _same_scalar(node, new):
+        return node  # keep the original scalar's quoting style
+    return _plain_to_node(new)
+
+
+def _apply_map(node: CommentedMap, new: dict[str, Any]) -> None:
+    for key in [k for k in node if k not in new]:
+        del node[key]
+    previous: str | None = None
+    for key, value in new.items():
+        if key in node:
+            node[key] = apply(node[key], value)
+        else:
+            position = 0 if previous is None else list(node).index(previous) + 1
+            node.insert(position, key, _plain_to_node(value))
+        previous = key
+
+
+def _apply_seq(node: CommentedSeq, new: list[Any]) -> None:
+    for i, value in enumerate(new):
+        if i < len(node):
+            node[i] = apply(node[i], value)
+        else:
+            node.append(_plain_to_node(value))
+    del node[len(new) :]
+
+
+def _same_scalar(old: Any, new: Any) -> bool:
+    if isinstance(old, dict | list) or isinstance(new, dict | list):
+        return False
+    return (type(old) is type(new) and old == new) or (isinstance(old, str) and old == new)
+
+
+def _plain_to_node(value: Any) -> Any:
+    """Plain containers become round-trip containers so later edits can keep styles."""
+    if isinstance(value, dict) and not isinstance(value, CommentedMap):
+        out = CommentedMap()
+        for k, v in value.items():
+            out[k] = _plain_to_node(v)
+        return out
+    if isinstance(value, list) and not isinstance(value, CommentedSeq):
+        seq = CommentedSeq()
+        seq.extend(_plain_to_node(v) for v in value)
+        return seq
+    return value
+
+
+def to_plain(node: Any) -> Any:
+    """A round-trip node as plain dicts, lists and scalars (for the rule set)."""
+    if isinstance(node, dict):
+        return {str(k): to_plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [to_plain(v) for v in node]
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, bool):
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return node

@@ -1,0 +1,110 @@
+"""`draguard fix`: rewrites config-names-parent in place, keeps comments, is idempotent (issue 7 §3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from draguard.schema.cli.fix import main
+from draguard.schema.validate import validate_object
+
+TEMPLATE = """\
+# GPU claim template, kept in git
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: gpu   # shared by every cluster
+  namespace: ml
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - name: big
+          deviceClassName: big.example.com
+        - name: small
+          deviceClassName: small.example.com
+          count: 2
+      config:
+      - requests: [gpu]  # applies to gpu
+        opaque:
+          driver: gpu.example.com
+          parameters: {sharing: none}
+---
+apiVersion: v1
+kind: ConfigMap   # untouched
+metadata: {name: x}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "claims.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_fix_rewrites_and_keeps_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The parent reference becomes the explicit list; comments and other documents stay."""
+    path = write(tmp_path, TEMPLATE)
+    assert main([str(path)]) == 0
+    text = path.read_text()
+    assert "requests: [gpu/big, gpu/small]" in text
+    assert (
+        "# applies to gpu" in text and "# shared by every cluster" in text and "# untouched" in text
+    )
+    assert text.replace("[gpu/big, gpu/small]", "[gpu]") == TEMPLATE.replace("[gpu]  #", "[gpu] #")
+    assert "config[0].requests" in capsys.readouterr().out
+
+
+def test_fix_is_idempotent_and_output_has_no_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second run changes nothing, and the result lints clean of config-names-parent."""
+    path = write(tmp_path, TEMPLATE)
+    main([str(path)])
+    once = path.read_text()
+    capsys.readouterr()
+    assert main([str(path)]) == 0
+    assert path.read_text() == once
+    assert capsys.readouterr().out == ""
+    doc = next(yaml.safe_load_all(once))
+    verdict = validate_object(doc)
+    assert verdict.valid
+    assert "config-names-parent" not in {w.code for w in verdict.warnings}
+
+
+def test_fix_refuses_over_32_references(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Spelling out more than 32 references is not done; exit 1 names the field."""
+    requests = "\n".join(
+        f"      - name: r{k}\n        firstAvailable:\n"
+        + "".join(f"        - {{name: s{j}, deviceClassName: c.example.com}}\n" for j in range(8))
+        for k in range(5)
+    )
+    refs = ", ".join(f"r{k}" for k in range(5))
+    text = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ns}\n"
+        f"spec:\n  devices:\n    requests:\n{requests}    config:\n    - requests: [{refs}]\n"
+        "      opaque: {driver: a.example.com, parameters: {}}\n"
+    )
+    path = write(tmp_path, text)
+    assert main([str(path)]) == 1
+    assert path.read_text() == text
+    assert "spec.devices.config[0].requests: not fixable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not utf8", b"a: [unclosed\n"])
+def test_fix_unreadable_is_exit_2(tmp_path: Path, content: bytes) -> None:
+    """Unreadable or unparsable files are named and left unchanged (exit 2)."""
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    assert main([str(path)]) == 2
+    assert path.read_bytes() == content
+
+
+def test_fix_missing_file_is_exit_2(tmp_path: Path) -> None:
+    """A missing file is exit 2, not a traceback."""
+    assert main([str(tmp_path / "nope.yaml")]) == 2
