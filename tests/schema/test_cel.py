@@ -7,7 +7,6 @@ The expressions are the styles the Kubernetes DRA documentation and GPU drivers 
 from __future__ import annotations
 
 import pytest
-
 from draguard.schema.cel import (
     MAX_EXPRESSION_BYTES,
     analyse_selector,
