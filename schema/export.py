@@ -118,15 +118,21 @@ def _request_reference() -> Schema:
     return _string(f"{_LABEL}(/{_LABEL})?", max_length=127)
 
 
-def _attribute_name() -> Schema:
-    """Rule 20 (newest): `domain/name`, a caseless subdomain ≤ 63 and a C identifier ≤ 32."""
-    return {
+def _attribute_name(release: Release) -> Schema:
+    """Rule 20: `domain/name`, a caseless subdomain ≤ 63 and a C identifier ≤ 32.
+
+    Before 1.37 a name with two or more slashes was not checked at all.
+    """
+    two_parts: Schema = {
         "type": "string",
         "allOf": [
             {"pattern": f"^{_CI_SUBDOMAIN}/{_C_IDENTIFIER}$"},
             {"pattern": "^[^/]{1,63}/[^/]{1,32}$"},
         ],
     }
+    if release.rejects_extra_slashes:
+        return two_parts
+    return {"anyOf": [two_parts, {"type": "string", "pattern": "/[^/]*/"}]}
 
 
 def _driver_name() -> Schema:
@@ -238,23 +244,19 @@ RULES: dict[tuple[str, str], Rule] = {
     ("DeviceConstraint", "requests"): Rule(
         _fixed(_request_reference), max_items=REQUESTS_MAX, unique=True
     ),
-    ("DeviceConstraint", "matchAttribute"): Rule(_fixed(_attribute_name)),
+    ("DeviceConstraint", "matchAttribute"): Rule(_attribute_name),
     ("DeviceConstraint", "distinctAttribute"): Rule(gate="consumable_capacity"),
     ("DeviceClaimConfiguration", "requests"): Rule(
         _fixed(_request_reference), max_items=REQUESTS_MAX, unique=True
     ),
     ("DeviceClaimConfiguration", "opaque"): Rule(required=True),
     ("OpaqueDeviceConfiguration", "driver"): Rule(_fixed(_driver_name), required=True),
-    ("OpaqueDeviceConfiguration", "parameters"): Rule(
-        lambda _r: {"type": "object"}, required=True
-    ),
+    ("OpaqueDeviceConfiguration", "parameters"): Rule(lambda _r: {"type": "object"}, required=True),
     ("ObjectMeta", "name"): Rule(_fixed(_dns_subdomain)),
     ("ObjectMeta", "namespace"): Rule(_fixed(_dns_label)),
     ("ObjectMeta", "generation"): Rule(lambda _r: {"type": "integer", "minimum": 0}),
     ("ObjectMeta", "labels"): Rule(_fixed(_label_value), keys=_label_key),
-    ("ObjectMeta", "annotations"): Rule(
-        keys=lambda: _label_key(case_insensitive_prefix=True)
-    ),
+    ("ObjectMeta", "annotations"): Rule(keys=lambda: _label_key(case_insensitive_prefix=True)),
     # A template's `spec.metadata`: only labels and annotations may be non-zero (rule 2).
     ("TemplateObjectMeta", "labels"): Rule(_fixed(_label_value), keys=_label_key),
     ("TemplateObjectMeta", "annotations"): Rule(
@@ -309,12 +311,16 @@ def _v1beta1_main_fields_set(release: Release) -> Schema:
 
 
 def _request_rules(ctx: Context) -> list[Schema]:
-    """Rule 7 (the one-of), as each shape spells it; §3.8 when DRAPrioritizedList is off."""
-    variant, release = ctx.variant, ctx.release
-    if variant.version == "v1beta1":
+    """Rule 7 (the one-of), as each shape spells it; §3.8 when DRAPrioritizedList is off.
+
+    The parallel shape's `requests` follow the same rule: the rule set accepts a
+    prioritized request left in place there, so the schema does too.
+    """
+    release = ctx.release
+    if ctx.variant.version == "v1beta1":
         exact = _present("deviceClassName", {"type": "string", "minLength": 1})
         rules = [_all_means_no_count()]
-        if variant.parallel or not release.prioritized_list:
+        if not release.prioritized_list:
             # Conversion runs before the gate drop, so class + firstAvailable is fine then.
             return [exact, *rules]
         prioritized = {
@@ -324,7 +330,7 @@ def _request_rules(ctx: Context) -> list[Schema]:
         exact_only = {"allOf": [exact], "not": _non_empty_list("firstAvailable")}
         return [{"anyOf": [exact_only, prioritized]}, *rules]
     exact = _present("exactly", {"type": "object"})
-    if variant.parallel or not release.prioritized_list:
+    if not release.prioritized_list:
         return [exact]
     return [{"oneOf": [exact, _non_empty_list("firstAvailable")]}]
 
@@ -347,7 +353,7 @@ def _constraint_rules(ctx: Context) -> list[Schema]:
     return [
         {
             "if": {"not": match},
-            "then": _present("distinctAttribute", _attribute_name()),
+            "then": _present("distinctAttribute", _attribute_name(ctx.release)),
         }
     ]
 
