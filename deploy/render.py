@@ -12,6 +12,7 @@ Tests build that wrapper with `kubectl kustomize` and compare.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,8 +107,13 @@ def overlay_dir(certs: CertMode) -> Path:
 def render(options: RenderOptions | None = None) -> list[Manifest]:
     """The manifests for `options`, in kustomize's order."""
     options = options or RenderOptions()
-    manifests = build(overlay_dir(options.certs))
-    return [_customize(m, options) for m in manifests]
+    return [_customize(m, options) for m in _overlay(options.certs)]
+
+
+@functools.lru_cache(maxsize=len(CERT_MODES))
+def _overlay(certs: CertMode) -> tuple[Manifest, ...]:
+    # Read once per process; `_customize` deep-copies, so the cache is never mutated.
+    return tuple(build(overlay_dir(certs)))
 
 
 def render_yaml(options: RenderOptions | None = None) -> str:
