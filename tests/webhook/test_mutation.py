@@ -371,6 +371,22 @@ def test_config_naming_parent_is_rewritten(refs: list[str], expected: list[str])
     assert devices_of(result)["config"][0]["requests"] == expected
 
 
+def test_config_rewrite_fixes_the_lint_warning() -> None:
+    """The patched claim is valid and no longer draws the `config-names-parent` warning."""
+    obj = document("v1", "ResourceClaim", [prioritized("gpu", "a.example.com", "b.example.com")],
+                   [config_entry("gpu")])
+    before = validate_object(obj)
+    assert "config-names-parent" in {w.code for w in before.warnings}
+    mutation = mutate(obj, policy=Policy(), options=DEFAULT_OPTIONS)
+    assert mutation.patch == [
+        {"op": "replace", "path": "/spec/devices/config/0/requests/0", "value": "gpu/s0"},
+        {"op": "add", "path": "/spec/devices/config/0/requests/1", "value": "gpu/s1"},
+    ]
+    after = validate_object(patched(obj, mutation))
+    assert after.valid
+    assert "config-names-parent" not in {w.code for w in after.warnings}
+
+
 def test_config_rewrite_sees_the_catalog_expansion() -> None:
     """A config naming a request the catalog just expanded names the new subrequests."""
     obj = document("v1beta1", "ResourceClaimTemplate",
