@@ -130,9 +130,18 @@ class _JsonLine(logging.Formatter):
 
 
 def _configure_decision_log() -> None:
-    """One JSON object per line on stderr, whatever gunicorn does with other loggers."""
+    """One JSON object per line on stderr for decisions; gunicorn-like lines for the rest.
+
+    gunicorn configures only its own loggers, so draguard's get a handler here.
+    """
     if decisions.handlers:
         return
+    plain = logging.StreamHandler(sys.stderr)
+    plain.setFormatter(logging.Formatter(
+        "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"))
+    log.addHandler(plain)
+    log.setLevel(logging.INFO)
+    log.propagate = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonLine())
     decisions.addHandler(handler)

@@ -92,23 +92,24 @@ class ContextCache:
         return (c.st_ino, c.st_size, c.st_mtime_ns), (k.st_ino, k.st_size, k.st_mtime_ns)
 
     def _refresh(self, stamp: Stamp | None) -> None:
-        # Record the stamp first (stat happened before reading): a change that lands
-        # while we read shows up as a new stamp on the next connection.
-        self._stamp = stamp
+        # `stamp` was taken before the files are read, so a change landing while we
+        # read shows up as a new stamp on the next connection. It is published last:
+        # other threads compare it without the lock, and must not see the new stamp
+        # while the context still belongs to the old files.
         try:
             pair = load_pair(self.cert, self.key)
-            if pair.fingerprint == self.fingerprint:
-                return  # touched or rewritten with the same bytes
-            context = self._build(pair)
+            if pair.fingerprint != self.fingerprint:
+                context = self._build(pair)
+                self._context, self.fingerprint = context, pair.fingerprint
+                self.loads += 1
+                if self.loads > 1:
+                    log.info("TLS certificate reloaded from %s (%s)", self.cert,
+                                pair.fingerprint[:12])
         except (CertificateFileError, ssl.SSLError, OSError) as exc:
             self.failures += 1
             keeping = "keeping the last good pair" if self._context else "no pair loaded yet"
             log.warning("TLS files unusable, %s: %s", keeping, exc)
-            return
-        self._context, self.fingerprint = context, pair.fingerprint
-        self.loads += 1
-        if self.loads > 1:
-            log.info("TLS certificate reloaded from %s (%s)", self.cert, pair.fingerprint[:12])
+        self._stamp = stamp
 
 
 _caches: dict[tuple[Path, Path], ContextCache] = {}

@@ -142,3 +142,31 @@ def test_temporary_key_copy_is_removed(state: StatePaths, tmp_path: Path,
     monkeypatch.setattr(tempfile, "tempdir", None)
     make_cache(state)[0].context()
     assert os.listdir(scratch) == []
+
+
+def test_no_stale_context_after_renewal_under_concurrency(state: StatePaths) -> None:
+    """With threads asking all the time, the first look after a renewal gets the new pair."""
+    import threading
+
+    cache, _ = make_cache(state)
+    cache.context()
+    stop = threading.Event()
+
+    def hammer() -> None:
+        while not stop.is_set():
+            cache.context()
+
+    threads = [threading.Thread(target=hammer) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    stale = 0
+    try:
+        for _ in range(15):
+            renewed = renew(state.dir)
+            cache.context()
+            stale += cache.fingerprint != renewed.fingerprint
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert stale == 0
