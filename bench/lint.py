@@ -29,7 +29,6 @@ import time
 from typing import Any
 
 import yaml
-
 from draguard.schema.cli import lint as lint_cli
 
 FILES = 20

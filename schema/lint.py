@@ -130,7 +130,7 @@ def candidate_paths(
         out.append(_flatten_exactly(parts))
     out.append(parts)
     out.extend(_admin_access_variants(parts))
-    return [prefix + p for p in out]
+    return [prefix + p for p in dict.fromkeys(out)]
 
 
 def _flatten_exactly(parts: tuple[Segment, ...]) -> tuple[Segment, ...]:

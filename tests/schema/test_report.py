@@ -1,0 +1,152 @@
+"""Reporters: the contract's JSON shape, text lines, JUnit and SARIF; the accumulator's counts."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from draguard.schema.report import (
+    REPORTERS,
+    DocumentResult,
+    Finding,
+    LintWarning,
+    Report,
+    render,
+)
+
+DUP = Finding("spec.devices.requests[0].firstAvailable[1]", "Duplicate", 'Duplicate value: "a"', 12, 9)
+REF = Finding("spec.devices.constraints[0].requests[0]", "Invalid",
+              'Invalid value: "gpu/x": must be the name of a request', 16, 18)
+WARN = LintWarning("spec.devices.config[0].requests[0]", "parent-reference", "names a parent", 20, 9)
+
+
+def _report(disabled: frozenset[str] = frozenset()) -> Report:
+    report = Report(disabled=disabled)
+    report.add(DocumentResult("a.yaml", 0, "resource.k8s.io/v1", "ResourceClaim", "c", "ns",
+                              (DUP, REF)))
+    report.add(DocumentResult("a.yaml", 1, "resource.k8s.io/v1", "ResourceClaim", "ok", "ns",
+                              warnings=(WARN,), line=30))
+    report.add(DocumentResult("b.yaml", 0, "v1", "ConfigMap", "cm", "ns", skipped=True,
+                              skip_reason="not a DRA claim"))
+    report.add(DocumentResult("b.yaml", 1, "resource.k8s.io/v1", "ResourceClaim", "li", "ns",
+                              item=2))
+    return report
+
+
+def test_json_matches_the_contract_shape() -> None:
+    """`--output json` is one object with `results` and `summary` exactly as contract.md §4 shows."""
+    out = json.loads(render(_report(), "json"))
+    assert list(out) == ["results", "summary"]
+    first = out["results"][0]
+    assert list(first) == ["file", "document", "apiVersion", "kind", "name", "namespace",
+                           "valid", "errors"]
+    assert first["errors"][0] == {"field": "spec.devices.requests[0].firstAvailable[1]",
+                                  "type": "Duplicate", "message": 'Duplicate value: "a"',
+                                  "line": 12, "column": 9}
+    assert (first["file"], first["document"], first["valid"]) == ("a.yaml", 0, False)
+    assert out["summary"] == {"documents": 4, "valid": 2, "invalid": 1, "skipped": 1}
+
+
+def test_json_optional_keys_appear_only_when_used() -> None:
+    """`warnings` and `item` are present only on results that have them; skipped ones are absent."""
+    results = json.loads(render(_report(), "json"))["results"]
+    assert [("warnings" in r, "item" in r) for r in results] == [
+        (False, False), (True, False), (False, True)]
+    assert results[1]["warnings"] == [{"field": WARN.field, "code": "parent-reference",
+                                       "message": "names a parent", "line": 20, "column": 9}]
+    assert results[2]["item"] == 2 and list(results[2])[:3] == ["file", "document", "item"]
+
+
+def test_text_lines() -> None:
+    """Text output is `file:line:col: field: message` per finding, then a summary line."""
+    lines = render(_report(), "text").splitlines()
+    assert lines == [
+        'a.yaml:12:9: spec.devices.requests[0].firstAvailable[1]: Duplicate value: "a"',
+        'a.yaml:16:18: spec.devices.constraints[0].requests[0]: Invalid value: "gpu/x": '
+        "must be the name of a request",
+        "a.yaml:20:9: spec.devices.config[0].requests[0]: warning parent-reference: "
+        "names a parent",
+        "4 documents: 2 valid, 1 invalid, 1 skipped",
+    ]
+
+
+def test_text_without_field() -> None:
+    """A document-level finding (empty field) prints without an empty field column."""
+    report = Report()
+    report.add(DocumentResult("a.yaml", 0, None, None, None, None,
+                              (Finding("", "Malformed", "Malformed value: x", 3, 1),)))
+    assert render(report, "text").splitlines()[0] == "a.yaml:3:1: Malformed value: x"
+
+
+def test_junit_counts_and_failures() -> None:
+    """JUnit has a suite per file, a case per object, failures per error and skipped cases."""
+    root = ET.fromstring(render(_report(), "junit"))
+    assert root.tag == "testsuites"
+    assert {k: root.get(k) for k in ("tests", "failures", "skipped")} == {
+        "tests": "4", "failures": "1", "skipped": "1"}
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["a.yaml", "b.yaml"]
+    failures = suites[0].findall("testcase/failure")
+    assert [f.get("type") for f in failures] == ["Duplicate", "Invalid"]
+    assert failures[0].text == ('a.yaml:12:9: spec.devices.requests[0].firstAvailable[1]: '
+                                'Duplicate value: "a"')
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert names[0] == "document 0: ResourceClaim ns/c"
+    assert names[3] == "document 1 item 2: ResourceClaim ns/li"
+
+
+def test_junit_survives_control_characters() -> None:
+    """Characters XML cannot carry are replaced, so the output always parses."""
+    report = Report()
+    report.add(DocumentResult("a\x01.yaml", 0, None, None, "n\x07", None,
+                              (Finding("", "Malformed", "Malformed value: \x1b[0m", 1, 1),)))
+    root = ET.fromstring(render(report, "junit"))
+    assert root.find("testsuite").get("name") == "a\ufffd.yaml"  # type: ignore[union-attr]
+
+
+def test_sarif_results_and_rules() -> None:
+    """SARIF 2.1.0: one run, a rule per error type or warning code, located results."""
+    out = json.loads(render(_report(), "sarif"))
+    assert out["version"] == "2.1.0"
+    (run,) = out["runs"]
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert rules == ["Duplicate", "Invalid", "parent-reference"]
+    results = run["results"]
+    assert [(r["ruleId"], r["ruleIndex"], r["level"]) for r in results] == [
+        ("Duplicate", 0, "error"), ("Invalid", 1, "error"), ("parent-reference", 2, "warning")]
+    location = results[0]["locations"][0]
+    assert location["physicalLocation"] == {"artifactLocation": {"uri": "a.yaml"},
+                                            "region": {"startLine": 12, "startColumn": 9}}
+    assert results[0]["message"]["text"] == f"{DUP.field}: {DUP.message}"
+
+
+def test_disabled_warning_codes_are_dropped() -> None:
+    """`--disable CODE` removes those warnings before any reporter sees them."""
+    report = _report(disabled=frozenset({"parent-reference"}))
+    assert all(not r.warnings for r in report.results)
+    assert "warnings" not in render(report, "json")
+
+
+@pytest.mark.parametrize(
+    ("results", "fail_on_warning", "expected"),
+    [
+        pytest.param([], False, False, id="nothing"),
+        pytest.param([DocumentResult("a", 0, None, None, None, None, (DUP,))], False, True,
+                     id="error"),
+        pytest.param([DocumentResult("a", 0, None, None, None, None, warnings=(WARN,))], False,
+                     False, id="warning-only"),
+        pytest.param([DocumentResult("a", 0, None, None, None, None, warnings=(WARN,))], True,
+                     True, id="warning-with-fail-on-warning"),
+    ],
+)
+def test_has_findings(results: list[DocumentResult], fail_on_warning: bool, expected: bool) -> None:
+    """Errors always count as findings; warnings only with `--fail-on-warning`."""
+    report = Report()
+    report.extend(results)
+    assert report.has_findings(fail_on_warning=fail_on_warning) is expected
+
+
+def test_reporters_by_name() -> None:
+    """The four contract outputs are available by name."""
+    assert sorted(REPORTERS) == ["json", "junit", "sarif", "text"]
