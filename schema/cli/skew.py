@@ -1,0 +1,144 @@
+"""`draguard skew PATH… [--from 1.33] [--to 1.39] [--output text|json]`.
+
+Per DRA document and Kubernetes release: served or not, fields dropped while their
+gate is off by default, that release's verdict, and the changed meaning in words
+(`contract.md` §4). Exit 0 when every release in the range accepts the document as
+written, 1 when any rejects or changes it, 2 for usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from draguard.schema.errors import FieldError
+from draguard.schema.releases import NEWEST, OLDEST, RELEASES
+from draguard.schema.skew import ReleaseView, component_notes, releases_between, skew_document
+from draguard.schema.sources import (
+    STDIN_NAME,
+    SyntaxProblem,
+    Unreadable,
+    expand_paths,
+    load,
+    read_source,
+    split_documents,
+)
+
+EXIT_OK, EXIT_CHANGED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="draguard skew", description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or - for stdin")
+    parser.add_argument("--from", dest="first", default=f"1.{OLDEST}", choices=list(RELEASES))
+    parser.add_argument("--to", dest="last", default="1.39", choices=list(RELEASES))
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+        releases = releases_between(args.first, args.last)
+    except SystemExit as exc:
+        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    except ValueError as exc:
+        print(f"draguard skew: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    results, status = [], EXIT_OK
+    for path in expand_paths(args.paths):
+        source = read_source(path)
+        if isinstance(source, Unreadable):
+            print(f"draguard skew: cannot read {source.name}: {source.reason}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        for chunk in split_documents(source):
+            obj = load(chunk)
+            if isinstance(obj, SyntaxProblem):
+                print(
+                    f"draguard skew: {chunk.file}:{obj.line}:{obj.column}: {obj.detail}",
+                    file=sys.stderr,
+                )
+                status = EXIT_USAGE
+                continue
+            views = skew_document(obj, releases)
+            if views is None:
+                continue
+            results.append(_result(chunk.file, chunk.index, obj, views))
+            if status == EXIT_OK and not all(v.fine for v in views):
+                status = EXIT_CHANGED
+    print(
+        json.dumps({"results": results}, indent=2)
+        if args.output == "json"
+        else render_text(results)
+    )
+    return status
+
+
+def _result(file: str, index: int, obj: dict[str, Any], views: list[ReleaseView]) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return {
+        "file": STDIN_NAME if file == "-" else file,
+        "document": index,
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": meta.get("name") if isinstance(meta, dict) else None,
+        "releases": [_view_json(v) for v in views],
+        "components": component_notes(obj),
+    }
+
+
+def _view_json(view: ReleaseView) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "version": view.version,
+        "served": view.served,
+        "dropped": [str(p) for p in view.dropped],
+        "verdict": view.verdict,
+        "errors": [_error_json(e) for e in view.errors],
+        "explanation": view.explanation,
+    }
+    if not view.served:
+        out["if_enabled"] = (
+            None
+            if view.if_enabled is None
+            else {
+                "dropped": [str(p) for p in view.if_enabled.dropped],
+                "verdict": view.if_enabled.verdict,
+                "errors": [_error_json(e) for e in view.if_enabled.errors],
+            }
+        )
+    return out
+
+
+def _error_json(err: FieldError) -> dict[str, Any]:
+    return {"field": err.field, "type": err.type.value, "message": err.message}
+
+
+def render_text(results: list[dict[str, Any]]) -> str:
+    lines: list[str] = []
+    for result in results:
+        lines.append(
+            f"{result['file']} document {result['document']}: {result['kind']} {result['name']} "
+            f"({result['apiVersion']})"
+        )
+        lines.append(f"  {'release':<8} {'served':<7} {'verdict':<9} explanation")
+        for view in result["releases"]:
+            verdict = view["verdict"]
+            enabled = view.get("if_enabled")
+            if enabled is not None:
+                verdict += f" (if enabled: {enabled['verdict']})"
+            served = "yes" if view["served"] else "no"
+            lines.append(
+                f"  {view['version']:<8} {served:<7} {verdict:<9} {view['explanation']}".rstrip()
+            )
+        for note in result["components"]:
+            lines.append(f"  note: {note}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") if lines else "no DRA claims or templates found"
+
+
+__all__ = ["NEWEST", "main", "render_text"]

@@ -1,0 +1,202 @@
+"""What each Kubernetes release does with a claim (issue 3 §4, contract §4 `skew`).
+
+For every release in a range: is the document's apiVersion there and served by
+default, which fields the release drops while their feature gate is off by default
+(`upstream-rules.md` §3.8), the verdict of that release's validation after the drop,
+and the changed meaning in words. Also the view of components (scheduler, kubelet,
+drivers) that are older than the features the claim uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from draguard.schema.errors import FieldError
+from draguard.schema.options import Options
+from draguard.schema.paths import FieldPath
+from draguard.schema.releases import GROUP, RELEASES, Release
+from draguard.schema.shapes import identify
+from draguard.schema.validate import validate_object
+
+# The release in which each gated field became on by default (§1.1); before it, a
+# component that lacks the feature ignores the field.
+FEATURE_SINCE = {
+    "firstAvailable": (34, "DRAPrioritizedList"),
+    "adminAccess": (34, "DRAAdminAccess"),
+    "tolerations": (36, "DRADeviceTaints"),
+    "capacity": (36, "DRAConsumableCapacity"),
+    "distinctAttribute": (36, "DRAConsumableCapacity"),
+}
+_GATE_OF = {name: gate for name, (_, gate) in FEATURE_SINCE.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseView:
+    """One release's treatment of one document."""
+
+    version: str
+    served: bool
+    dropped: tuple[FieldPath, ...]
+    verdict: str  # accepted | changed | rejected
+    errors: tuple[FieldError, ...]
+    explanation: str
+    if_enabled: ReleaseView | None = None
+    has_version: bool = True
+
+    @property
+    def fine(self) -> bool:
+        return self.verdict == "accepted"
+
+
+def releases_between(first: str, last: str) -> list[Release]:
+    lo, hi = RELEASES[first].minor, RELEASES[last].minor
+    if lo > hi:
+        raise ValueError(f"--from {first} is after --to {last}")
+    return [r for r in RELEASES.values() if lo <= r.minor <= hi]
+
+
+def skew_document(obj: Any, releases: list[Release]) -> list[ReleaseView] | None:
+    """Per release, what happens to `obj`; None when it is not a DRA claim or template."""
+    doc_type = identify(obj)
+    if doc_type is None:
+        return None
+    return [_view(obj, doc_type.version, release) for release in releases]
+
+
+def _view(obj: Any, version: str, release: Release) -> ReleaseView:
+    api_version = f"{GROUP}/{version}"
+    if not release.has_api_version(version):
+        explanation = _absence(api_version, version, release)
+        # Also say what the release's gates would do, e.g. 1.33 dropping firstAvailable.
+        dropped = validate_object(
+            obj, options=Options(release=release, default_namespace="default")
+        ).dropped
+        words = "; ".join(describe_drops(obj, dropped))
+        return ReleaseView(
+            release.name,
+            False,
+            (),
+            "rejected",
+            (),
+            f"{explanation}; and {words}" if words else explanation,
+            has_version=False,
+        )
+    enabled = _enabled_view(obj, release)
+    if release.serves_by_default(version):
+        return enabled
+    explanation = (
+        f"{api_version} is a beta API, not served by default in {release.name} (enable it with "
+        f"--runtime-config={api_version}=true); if enabled: {enabled.verdict}"
+    )
+    return ReleaseView(release.name, False, (), "rejected", (), explanation, if_enabled=enabled)
+
+
+def _absence(api_version: str, version: str, release: Release) -> str:
+    removed = {"v1beta1": 38, "v1beta2": 39}.get(version)
+    if removed is not None and release.minor >= removed:
+        return f"{api_version} was removed in 1.{removed}"
+    introduced = {"v1beta1": 32, "v1beta2": 33, "v1": 34}[version]
+    return f"{api_version} does not exist before 1.{introduced}"
+
+
+def _enabled_view(obj: Any, release: Release) -> ReleaseView:
+    verdict = validate_object(obj, options=Options(release=release, default_namespace="default"))
+    dropped = verdict.dropped
+    state = "rejected" if verdict.errors else ("changed" if dropped else "accepted")
+    words = list(describe_drops(obj, dropped))
+    if state == "rejected":
+        more = f" (+{len(verdict.errors) - 1} more)" if len(verdict.errors) > 1 else ""
+        words.append(f"rejected: {verdict.errors[0]}{more}")
+    return ReleaseView(release.name, True, dropped, state, verdict.errors, "; ".join(words))
+
+
+def describe_drops(obj: Any, dropped: tuple[FieldPath, ...]) -> Iterator[str]:
+    """The meaning of each dropped field, in words ("request `gpu` loses its 3 alternatives…")."""
+    if not dropped:
+        return
+    # The newest release drops nothing, so its internal object still holds every field.
+    full = validate_object(obj, options=Options(default_namespace="default")).internal or {}
+    for path in dropped:
+        field = str(path.parts[-1])
+        gate = _GATE_OF.get(field, "its feature gate")
+        request = _request_of(full, path)
+        name = request.get("name", "?") if request else "?"
+        if field == "firstAvailable":
+            count = len(_lookup(full, path) or [])
+            yield f"request `{name}` loses its {count} alternatives and becomes empty ({gate} is off by default)"
+        elif field == "distinctAttribute":
+            yield f"{path} loses distinctAttribute ({gate} is off by default)"
+        else:
+            yield f"request `{name}` loses {field} at {path} ({gate} is off by default)"
+
+
+def _request_of(document: dict[str, Any], path: FieldPath) -> dict[str, Any] | None:
+    parts = path.parts
+    if "requests" not in parts:
+        return None
+    at = parts.index("requests")
+    node = _lookup(document, FieldPath(parts[: at + 2]))
+    return node if isinstance(node, dict) else None
+
+
+def _lookup(document: Any, path: FieldPath) -> Any:
+    node = document
+    for part in path.parts:
+        if not _has(node, part):
+            return None
+        node = node[part]
+    return node
+
+
+def _has(node: Any, part: Any) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+
+
+def component_notes(obj: Any) -> list[str]:
+    """The scheduler/kubelet/driver view: which components must be new enough, and why."""
+    verdict = validate_object(obj, options=Options(default_namespace="default"))
+    if verdict.skipped or verdict.internal is None:
+        return []
+    notes = []
+    for feature, _minor in sorted(features_used(verdict.internal).items(), key=lambda kv: kv[1]):
+        since, gate = FEATURE_SINCE[feature]
+        if feature == "firstAvailable":
+            notes.append(
+                f"uses firstAvailable: a scheduler or controller older than 1.{since} (or with {gate} off) "
+                "sees a request with neither `exactly` nor `firstAvailable` and refuses to allocate it; "
+                "drivers must understand results named `<request>/<subrequest>`"
+            )
+        else:
+            notes.append(
+                f"uses {feature}: components older than 1.{since} (or with {gate} off) ignore it"
+            )
+    return notes
+
+
+def features_used(internal: dict[str, Any]) -> dict[str, int]:
+    """Gated fields the hub-shaped document uses → the release that turned them on."""
+    spec = internal.get("spec", {})
+    if internal.get("kind") == "ResourceClaimTemplate" and isinstance(spec, dict):
+        spec = spec.get("spec", {})
+    devices = spec.get("devices", {}) if isinstance(spec, dict) else {}
+    used: dict[str, int] = {}
+    for request in devices.get("requests", []) if isinstance(devices, dict) else []:
+        if not isinstance(request, dict):
+            continue
+        members = [request.get("exactly"), *list(request.get("firstAvailable") or [])]
+        if request.get("firstAvailable"):
+            used["firstAvailable"] = FEATURE_SINCE["firstAvailable"][0]
+        for member in members:
+            if not isinstance(member, dict):
+                continue
+            for feature in ("adminAccess", "tolerations", "capacity"):
+                if member.get(feature):
+                    used[feature] = FEATURE_SINCE[feature][0]
+    for constraint in devices.get("constraints", []) if isinstance(devices, dict) else []:
+        if isinstance(constraint, dict) and constraint.get("distinctAttribute"):
+            used["distinctAttribute"] = FEATURE_SINCE["distinctAttribute"][0]
+    return used

@@ -1,0 +1,132 @@
+"""`draguard skew`: each release's treatment of a claim (issue 3 §4, contract §4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from draguard.schema.cli.skew import main
+from draguard.schema.skew import component_notes, releases_between, skew_document
+
+
+def claim(version: str, requests: list[dict[str, Any]], **devices: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "gpu-claim", "namespace": "ml"},
+        "spec": {"devices": {"requests": requests, **devices}},
+    }
+
+
+PRIORITIZED = {
+    "name": "gpu",
+    "firstAvailable": [
+        {"name": "h100", "deviceClassName": "h100.nvidia.com"},
+        {"name": "a100", "deviceClassName": "a100.nvidia.com", "count": 2},
+        {"name": "t4", "deviceClassName": "t4.nvidia.com", "count": 4},
+    ],
+}
+
+
+def verdicts(obj: dict[str, Any]) -> dict[str, tuple[bool, str, str | None]]:
+    views = skew_document(obj, releases_between("1.33", "1.39")) or []
+    return {
+        v.version: (v.served, v.verdict, v.if_enabled.verdict if v.if_enabled else None)
+        for v in views
+    }
+
+
+def test_v1_first_available_accepted_from_1_34() -> None:
+    """A v1 claim with firstAvailable: 1.33 rejected (no v1, gate off), accepted from 1.34 on."""
+    result = verdicts(claim("v1", [PRIORITIZED]))
+    assert result["1.33"] == (False, "rejected", None)
+    assert all(result[f"1.{m}"] == (True, "accepted", None) for m in range(34, 40))
+
+
+def test_v1beta2_gate_off_in_1_33_and_removal() -> None:
+    """v1beta2: not served by default; if enabled in 1.33 the gate drops the list (rejected); gone in 1.39."""
+    result = verdicts(claim("v1beta2", [PRIORITIZED]))
+    assert result["1.33"] == (False, "rejected", "rejected")
+    assert result["1.34"] == (False, "rejected", "accepted")
+    assert result["1.38"] == (False, "rejected", "accepted")
+    assert result["1.39"] == (False, "rejected", None)
+
+
+def test_v1beta1_removed_in_1_38() -> None:
+    """v1beta1 exists through 1.37 and is gone from 1.38."""
+    result = verdicts(claim("v1beta1", [PRIORITIZED]))
+    assert result["1.37"][2] == "accepted"
+    assert result["1.38"] == (False, "rejected", None)
+
+
+def test_explanation_in_words() -> None:
+    """The changed meaning is said in words: the request loses its alternatives and becomes empty."""
+    views = skew_document(claim("v1beta2", [PRIORITIZED]), releases_between("1.33", "1.33")) or []
+    enabled = views[0].if_enabled
+    assert enabled is not None
+    assert "request `gpu` loses its 3 alternatives and becomes empty" in enabled.explanation
+    assert [str(p) for p in enabled.dropped] == ["spec.devices.requests[0].firstAvailable"]
+    assert [(e.type.value, e.field) for e in enabled.errors] == [
+        ("Required", "spec.devices.requests[0]")
+    ]
+
+
+def test_tolerations_changed_before_1_36() -> None:
+    """A gated field that is merely dropped gives `changed`, not `rejected`."""
+    request = {
+        "name": "nic",
+        "exactly": {"deviceClassName": "nic", "tolerations": [{"operator": "Exists"}]},
+    }
+    result = verdicts(claim("v1", [request]))
+    assert result["1.35"] == (True, "changed", None)
+    assert result["1.36"] == (True, "accepted", None)
+
+
+def test_component_notes_scheduler_view() -> None:
+    """The scheduler/kubelet view names the release below which allocation is refused."""
+    notes = component_notes(claim("v1", [PRIORITIZED]))
+    assert any("older than 1.34" in n and "refuses to allocate" in n for n in notes)
+
+
+def test_cli_json_shape_and_exit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON output has the contract's keys; exit 1 when a release rejects."""
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(claim("v1", [PRIORITIZED])))
+    assert main([str(path), "--output", "json", "--from", "1.33", "--to", "1.35"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    (result,) = data["results"]
+    assert set(result) >= {"file", "document", "apiVersion", "kind", "name", "releases"}
+    first = result["releases"][0]
+    assert set(first) == {
+        "version",
+        "served",
+        "dropped",
+        "verdict",
+        "errors",
+        "explanation",
+        "if_enabled",
+    }
+    assert [r["version"] for r in result["releases"]] == ["1.33", "1.34", "1.35"]
+
+
+def test_cli_fine_everywhere_exits_0(tmp_path: Path) -> None:
+    """A plain exact v1 claim is accepted from 1.34 to 1.39: exit 0."""
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        yaml.safe_dump(claim("v1", [{"name": "nic", "exactly": {"deviceClassName": "nic"}}]))
+    )
+    assert main([str(path), "--from", "1.34"]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv", [["--from", "1.36", "--to", "1.34", "x"], ["--from", "9.9", "x"], []]
+)
+def test_cli_usage_errors(argv: list[str]) -> None:
+    """Bad ranges and missing paths are usage errors (exit 2)."""
+    assert main(argv) == 2
