@@ -234,7 +234,7 @@ def _decode_constant(data: bytes) -> object:
             return _signed(value)
         if number == 4:
             return value
-        if number == 5 and isinstance(value, bytes):
+        if number == 5 and isinstance(value, bytes) and len(value) == 8:
             return float(struct.unpack("<d", value)[0])
         if number == 6:
             return _text(value)
