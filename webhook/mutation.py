@@ -87,8 +87,10 @@ def make_patch(original: Any, mutated: Any) -> list[dict[str, Any]]:
 def mutate(obj: Any, *, policy: Policy, options: Options) -> Mutation:
     """Apply the policy to one admission object; never raises for bad input."""
     applied = apply_policy(obj, policy)
-    if applied.mutated is obj:
-        return Mutation()
+    # Equality first: most objects need no change, and it is ~100× cheaper than the diff.
+    # (Python's `==` equates 1, 1.0 and True, but no policy step ever swaps those.)
+    if applied.mutated is obj or applied.mutated == obj:
+        return Mutation(errors=applied.errors, warnings=applied.warnings)
     patch = make_patch(obj, applied.mutated)
     errors = applied.errors
     if patch:
