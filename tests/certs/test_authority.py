@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from cryptography import x509
@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from draguard.certs.authority import (
     BACKDATE,
+    KeyType,
     PemPair,
     issue_ca,
     issue_serving_cert,
@@ -75,10 +76,10 @@ def test_ca_is_self_signed_with_matching_key_identifiers(ca: PemPair) -> None:
         pytest.param("rsa", rsa.RSAPublicKey, id="rsa"),
     ],
 )
-def test_key_types(key_type: str, key_class: type, now: dt.datetime) -> None:
+def test_key_types(key_type: KeyType, key_class: type, now: dt.datetime) -> None:
     """ECDSA keys are P-256 and RSA keys 2048 bits, for the CA and the leaf alike."""
-    ca = issue_ca(key_type=key_type, now=now)  # type: ignore[arg-type]
-    leaf = issue_serving_cert(ca, key_type=key_type, now=now)  # type: ignore[arg-type]
+    ca = issue_ca(key_type=key_type, now=now)
+    leaf = issue_serving_cert(ca, key_type=key_type, now=now)
     for pair in (ca, leaf):
         key = _cert(pair).public_key()
         assert isinstance(key, key_class)
@@ -174,10 +175,10 @@ def test_names_must_be_dns_labels(
         pytest.param({"key_type": "dsa"}, id="unknown-key-type"),
     ],
 )
-def test_bad_issuing_options_raise(kwargs: dict[str, object]) -> None:
+def test_bad_issuing_options_raise(kwargs: dict[str, Any]) -> None:
     """Nonsense options are programmer errors and raise ValueError."""
     with pytest.raises(ValueError):
-        issue_ca(**kwargs)  # type: ignore[arg-type]
+        issue_ca(**kwargs)
 
 
 def test_pem_pair_repr_hides_the_key(ca: PemPair) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 import datetime as dt
 import io
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from draguard.certs.cli import main
+from draguard.certs.cluster import ClusterApi
 from draguard.certs.files import StatePaths, ca_bundle_b64, load_pair
 from draguard.webhook.main import main as draguard_main
 
@@ -26,7 +28,7 @@ def run(argv: list[str], now: dt.datetime | None = None) -> tuple[int, str, str]
     return code, out.getvalue(), err.getvalue()
 
 
-def _no_cluster(_: object) -> object:
+def _no_cluster(_: argparse.Namespace) -> ClusterApi:
     raise AssertionError("this command must not talk to a cluster")
 
 

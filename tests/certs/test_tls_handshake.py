@@ -66,7 +66,7 @@ def live_states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, StatePath
     states = {}
     for key_type in ("ecdsa", "rsa"):
         folder = tmp_path_factory.mktemp(key_type)
-        create_certificates(folder, key_type=key_type)  # type: ignore[arg-type]
+        create_certificates(folder, key_type=key_type)
         states[key_type] = StatePaths.of(folder)
     return states
 
