@@ -104,3 +104,11 @@ def test_expectation_is_consistent(case: corpus.Case) -> None:
     known = {"Required", "Invalid", "Duplicate", "TooMany", "TooLong", "Forbidden",
              "NotSupported", "InternalError", "Unknown", "Malformed"}
     assert {f.type for f in case.errors} <= known
+
+
+@pytest.mark.parametrize("error_type", ["Required", "Invalid", "Duplicate", "TooMany",
+                                        "TooLong", "Forbidden", "NotSupported"])
+def test_corpus_pins_every_upstream_error_type(error_type: str) -> None:
+    """Each upstream error type has at least one pinned message in the corpus (§3.1)."""
+    assert any(f.type == error_type and f.message is not None
+               for case in CASES for f in case.errors)
