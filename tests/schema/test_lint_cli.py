@@ -1,0 +1,352 @@
+"""`draguard lint` end to end: options, exit codes, stdin, the real rule set and the corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from draguard.schema.cli import lint as lint_cli
+from draguard.schema.options import Options
+from draguard.schema.releases import release
+from draguard.webhook import main as draguard_main
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fakes = _load("draguard_test_lint_fakes", Path(__file__).with_name("lint_fakes.py"))
+
+GOOD = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: good
+spec:
+  devices:
+    requests:
+    - name: gpu
+      firstAvailable:
+      - name: big
+        deviceClassName: big-gpu.example.com
+      - name: small
+        deviceClassName: small-gpu.example.com
+        count: 2
+"""
+
+BAD = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: bad
+  namespace: team-a
+spec:
+  devices:
+    requests:
+    - name: gpu
+      firstAvailable:
+      - name: big
+        deviceClassName: big-gpu.example.com
+      - name: big
+        deviceClassName: small-gpu.example.com
+    constraints:
+    - requests: ["gpu/missing"]
+      matchAttribute: example.com/numa
+"""
+
+ADMIN = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: admin}
+spec:
+  devices:
+    requests:
+    - name: mon
+      deviceClassName: gpu.example.com
+      adminAccess: true
+"""
+
+
+def _run(argv: list[str], stdin: bytes = b"", validate: Any = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    kwargs: dict[str, Any] = {} if validate is None else {"validate": validate}
+    code = lint_cli.main(argv, stdin=io.BytesIO(stdin), stdout=out, stderr=err, **kwargs)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+# --- the real rule set -------------------------------------------------------------
+
+def test_json_output_with_the_real_rules(tmp_path: Path) -> None:
+    """The contract's JSON: a valid claim, and an invalid one with fields, types and positions."""
+    good, bad = _write(tmp_path, "good.yaml", GOOD), _write(tmp_path, "bad.yaml", BAD)
+    code, out, _ = _run(["--output", "json", good, bad])
+    assert code == 1
+    data = json.loads(out)
+    by_name = {r["name"]: r for r in data["results"]}
+    assert by_name["good"]["valid"] is True and by_name["good"]["errors"] == []
+    assert by_name["good"]["namespace"] == "default"  # filled as kubectl does, not reported
+    bad_result = by_name["bad"]
+    assert (bad_result["file"], bad_result["document"], bad_result["namespace"]) == (
+        bad, 0, "team-a")
+    assert [(e["field"], e["type"], e["line"], e["column"]) for e in bad_result["errors"]] == [
+        ("spec.devices.requests[0].firstAvailable[1]", "Duplicate", 13, 9),
+        ("spec.devices.constraints[0].requests[0]", "Invalid", 16, 18),
+    ]
+    assert bad_result["errors"][0]["message"] == 'Duplicate value: "big"'
+    assert data["summary"] == {"documents": 2, "valid": 1, "invalid": 1, "skipped": 0}
+
+
+def test_text_output_is_the_default(tmp_path: Path) -> None:
+    """Without `--output`, findings print as `file:line:col: field: message`."""
+    bad = _write(tmp_path, "bad.yaml", BAD)
+    code, out, _ = _run([bad])
+    assert code == 1
+    assert out.splitlines()[0] == (
+        f'{bad}:13:9: spec.devices.requests[0].firstAvailable[1]: Duplicate value: "big"')
+
+
+def test_stdin_is_read_with_dash() -> None:
+    """`-` reads standard input; its results are named `<stdin>`."""
+    code, out, _ = _run(["-", "--output", "json"], stdin=(GOOD + "---\n" + BAD).encode())
+    assert code == 1
+    results = json.loads(out)["results"]
+    assert [(r["file"], r["document"], r["valid"]) for r in results] == [
+        ("<stdin>", 0, True), ("<stdin>", 1, False)]
+    assert results[1]["errors"][0]["line"] == 15 + 13  # GOOD is 14 lines, then `---`
+
+
+def test_namespace_option_fills_missing_namespaces(tmp_path: Path) -> None:
+    """`--namespace` replaces `default` for objects without one."""
+    good = _write(tmp_path, "good.yaml", GOOD)
+    _, out, _ = _run(["--output", "json", "--namespace", "team-b", good])
+    assert json.loads(out)["results"][0]["namespace"] == "team-b"
+
+
+def test_admin_access_check_needs_namespace_labels(tmp_path: Path) -> None:
+    """Without labels §3.7 is skipped (said with --verbose); with them it runs and is located."""
+    path = _write(tmp_path, "admin.yaml", ADMIN)
+    code, _, err = _run(["--verbose", path])
+    assert code == 0 and "§3.7" in err and "skipped" in err
+    code, out, _ = _run(["--output", "json", "--namespace-labels", "team=a", path])
+    assert code == 1
+    (error,) = json.loads(out)["results"][0]["errors"]
+    assert (error["type"], error["field"], error["line"], error["column"]) == (
+        "Forbidden", "spec.devices.requests[0].adminAccess", 9, 7)
+    code, _, _ = _run(["--namespace-labels",
+                       "resource.kubernetes.io/admin-access=true", path])
+    assert code == 0
+
+
+def test_folders_are_walked_and_other_kinds_counted(tmp_path: Path) -> None:
+    """A folder is linted recursively; other kinds are skipped, counted, and named with --verbose."""
+    _write(tmp_path, "a.yaml", GOOD + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path, "sub/b.json", json.dumps({"apiVersion": "v1", "kind": "Service"}))
+    _write(tmp_path, "readme.txt", "not: linted\n")
+    code, out, err = _run(["--output", "json", "--verbose", str(tmp_path)])
+    assert code == 0
+    data = json.loads(out)
+    assert data["summary"] == {"documents": 3, "valid": 1, "invalid": 0, "skipped": 2}
+    assert "ConfigMap" in err and "Service" in err
+
+
+# --- options and exit codes ----------------------------------------------------------
+
+def test_options_reach_the_rule_set(tmp_path: Path) -> None:
+    """Version, namespace and namespace labels become the Options the rule set is called with."""
+    seen: list[Options] = []
+
+    def spy(obj: Any, *, options: Options) -> Any:
+        seen.append(options)
+        return fakes.fake_validate(obj, options=options)
+
+    path = _write(tmp_path, "a.yaml", GOOD)
+    code, _, _ = _run(["--kubernetes-version", "1.34", "--namespace", "ns",
+                       "--namespace-labels", "a=b, c=", path], validate=spy)
+    assert code == 0
+    assert seen == [Options(release=release("1.34"), namespace_labels={"a": "b", "c": ""},
+                            default_namespace="ns")]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        pytest.param([], "required", id="no-path"),
+        pytest.param(["--output", "xml", "a"], "invalid choice", id="unknown-output"),
+        pytest.param(["--kubernetes-version", "1.20", "a"], "unsupported", id="old-version"),
+        pytest.param(["--namespace-labels", "novalue", "a"], "KEY=VALUE", id="bad-labels"),
+        pytest.param(["--jobs", "two", "a"], "invalid int", id="bad-jobs"),
+        pytest.param(["--bogus", "a"], "unrecognized", id="unknown-option"),
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], words: str) -> None:
+    """Bad options exit 2 with a message on stderr and nothing on stdout."""
+    code, out, err = _run(argv)
+    assert (code, out) == (2, "")
+    assert words in err
+
+
+def test_help_exits_0() -> None:
+    """`--help` prints the options and exits 0."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "stdout", out)
+        code = lint_cli.main(["--help"])
+    assert code == 0 and "--namespace-labels" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param({"a.yaml": GOOD}, 0, id="all-valid"),
+        pytest.param({"a.yaml": BAD}, 1, id="findings"),
+        pytest.param({"a.yaml": "a: [1\n"}, 1, id="broken-yaml-is-a-finding"),
+        pytest.param({"a.yaml": "apiVersion: v1\nkind: Pod\n"}, 0, id="only-other-kinds"),
+        pytest.param({"a.yaml": GOOD, "missing.yaml": None}, 2, id="missing-file"),
+        pytest.param({"a.yaml": BAD, "b.yaml": b"\xff\xfe\x00"}, 2, id="undecodable-bytes"),
+    ],
+)
+def test_exit_codes(tmp_path: Path, files: dict[str, Any], expected: int) -> None:
+    """0 all valid, 1 findings, 2 unreadable input (the readable files are still reported)."""
+    paths = []
+    for name, content in files.items():
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif content is not None:
+            path.write_text(content)
+        paths.append(str(path))
+    code, out, err = _run(["--output", "json", *paths])
+    assert code == expected
+    assert json.loads(out)["summary"]["documents"] >= 1
+    assert ("cannot read" in err) == (expected == 2)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param([], 0, id="warnings-do-not-fail"),
+        pytest.param(["--fail-on-warning"], 1, id="fail-on-warning"),
+        pytest.param(["--fail-on-warning", "--disable", "other,parent-reference"], 0,
+                     id="disabled-code"),
+    ],
+)
+def test_warnings_and_exit_code(tmp_path: Path, extra: list[str], expected: int) -> None:
+    """Warnings change the exit code only with --fail-on-warning, and --disable drops them."""
+    text = GOOD + "x-warnings: [[parent-reference, kind]]\n"
+    path = _write(tmp_path, "a.yaml", text)
+    code, out, _ = _run(["--output", "json", *extra, path], validate=fakes.fake_validate)
+    assert code == expected
+    has = "warnings" in json.loads(out)["results"][0]
+    assert has == ("--disable" not in extra)
+
+
+def test_dispatched_by_the_draguard_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`draguard lint …` reaches this command through the console entry point."""
+    path = _write(tmp_path, "a.yaml", GOOD)
+    assert draguard_main.main(["lint", "--output", "json", path]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["valid"] == 1
+
+
+# --- the corpus ----------------------------------------------------------------------
+
+corpus = _load("draguard_test_corpus_for_lint", CASES / "corpus.py")
+
+
+def _lint_corpus(*extra: str) -> dict[tuple[str, int], dict[str, Any]]:
+    code, out, err = _run(["--output", "json", *extra, str(CASES)])
+    assert code in (0, 1), err
+    return {(Path(r["file"]).name, r["document"]): r for r in json.loads(out)["results"]}
+
+
+def test_corpus_findings_and_positions() -> None:
+    """On tests/cases the CLI reports each document's expected (type, field), placed inside it."""
+    results = _lint_corpus()
+    checked = 0
+    for case in corpus.load_cases():
+        if case.disputed or case.raw.keys() & {"kubernetes_version", "namespace_labels",
+                                               "default_namespace"}:
+            continue
+        result = results[(case.file, case.index)]
+        assert result["valid"] == case.valid, case.id
+        got = sorted((e["type"], e["field"]) for e in result["errors"])
+        assert got == sorted((f.type, f.field) for f in case.errors), case.id
+        first, last = _document_lines(case.file, case.index)
+        assert all(first <= e["line"] <= last for e in result["errors"]), case.id
+        checked += 1
+    assert checked >= 40
+
+
+def _document_lines(file: str, index: int) -> tuple[int, int]:
+    """1-based first and last line of a corpus document, by its `---` separators."""
+    lines = (CASES / file).read_text(encoding="utf-8").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("---")]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    starts.append(len(lines))
+    return starts[index] + 1, starts[index + 1]
+
+
+def test_jobs_match_one_process_on_the_corpus(tmp_path: Path) -> None:
+    """With --jobs 2 the real rule set gives the same report as one process."""
+    for copy in range(4):  # enough documents for the work to be shared out
+        target = tmp_path / f"copy{copy}"
+        target.mkdir()
+        for path in CASES.glob("*.yaml"):
+            (target / path.name).write_bytes(path.read_bytes())
+    one = _run(["--output", "json", str(tmp_path)])
+    two = _run(["--output", "json", "--jobs", "2", str(tmp_path)])
+    assert one == two
+
+
+# --- never a traceback -----------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_any_bytes_give_an_exit_code_not_a_traceback(data: bytes) -> None:
+    """Whatever a file holds, lint exits 0, 1 or 2 and prints parseable JSON."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "x.yaml")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        code, out, _ = _run(["--output", "json", path])
+    assert code in (0, 1, 2)
+    assert "summary" in json.loads(out)
+
+
+_PIECES = [*"apiVersion:kd-[]{},\n &*!?#\"'~01",
+           "apiVersion: resource.k8s.io/v1\n", "kind: ResourceClaim\n", "kind: List\n",
+           "spec:\n", "  devices:\n", "    requests:\n", "    - name: a\n", "items:\n", "---\n"]
+_manifestish = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=_manifestish, output=st.sampled_from(["text", "json", "junit", "sarif"]))
+def test_manifest_like_stdin_never_crashes(text: str, output: str) -> None:
+    """Near-manifest text on stdin, in every output format, ends with an exit code."""
+    code, out, _ = _run(["--output", output, "-"], stdin=text.encode())
+    assert code in (0, 1, 2)
+    assert out
