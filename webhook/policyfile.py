@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from draguard.schema.paths import FieldPath
+from draguard.schema.validate import validate_object
 from draguard.webhook.policy import (
     API_VERSION,
     KIND,
@@ -261,7 +262,38 @@ def _entry(device_class: str, node: _Node, limits: Limits) -> CatalogEntry:
             item.child("name").fail(f"duplicate subrequest name {alternative.name!r}{also}")
         taken.add(alternative.name)
         alternatives.append(alternative)
+    _check_with_rules(items, alternatives)
     return CatalogEntry(device_class, tuple(alternatives), original, original_name)
+
+
+_PROBE_PATH = FieldPath.root("spec", "devices", "requests").index(0).child("firstAvailable")
+
+
+def _check_with_rules(items: list[_Node], alternatives: list[Alternative]) -> None:
+    """Run the rule set over the alternatives, so a bad CEL selector or toleration fails
+    the policy load with its line instead of denying every claim it would expand.
+
+    The probe is a v1 claim holding only these alternatives; its error paths are mapped
+    back onto the policy (`…firstAvailable[j].x` → `…alternatives[j].x`).
+    """
+    probe = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "policy-probe", "namespace": "default"},
+        "spec": {"devices": {"requests": [
+            {"name": "probe", "firstAvailable": [a.to_json() for a in alternatives]}]}},
+    }
+    for error in validate_object(probe).errors:
+        parts = error.path.parts
+        if error.path.startswith(_PROBE_PATH) and len(parts) > len(_PROBE_PATH):
+            j = parts[len(_PROBE_PATH)]
+            if isinstance(j, int) and j < len(items):
+                node = items[j]
+                rest = parts[len(_PROBE_PATH) + 1:]
+                raise PolicyError(node.source, error.message,
+                                  field=str(FieldPath(node.path.parts + rest)),
+                                  line=node.line, column=node.column)
+        items[0].fail(f"the alternatives fail upstream's rules: {error}")
 
 
 def _alternative(node: _Node, limits: Limits) -> Alternative:

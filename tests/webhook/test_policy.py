@@ -196,6 +196,15 @@ def entry(alternatives: str, extra: str = "") -> str:
         pytest.param(entry("    - {name: a, deviceClassName: a.example.com, selectors: [{}]}\n"),
                      4, "catalog[gpu.example.com].alternatives[0].selectors[0]",
                      "cel: Required", id="selector-without-cel"),
+        pytest.param(entry("    - {name: a, deviceClassName: a.example.com}\n"
+                           "    - {name: b, deviceClassName: b.example.com, "
+                           "selectors: [device.driver]}\n"), 5,
+                     "catalog[gpu.example.com].alternatives[1].selectors[0].cel.expression",
+                     "must evaluate to bool", id="selector-not-bool"),
+        pytest.param(entry("    - {name: a, deviceClassName: a.example.com, "
+                           "tolerations: [{key: 'bad key', operator: Equal}]}\n"), 4,
+                     "catalog[gpu.example.com].alternatives[0].tolerations[0].key",
+                     "Invalid value", id="toleration-key"),
     ],
 )
 def test_invalid_policy_names_file_line_and_field(text: str, line: int, field: str,
