@@ -230,3 +230,19 @@ def test_kustomizations_beyond_the_subset_are_refused(
     write_kustomization(tmp_path, {"resources": ["service.yaml"], **kustomization})
     with pytest.raises(KustomizeError, match=message):
         build(tmp_path)
+
+
+@needs_kubectl
+def test_the_documented_wrapper_kustomization_renders_like_the_cli(tmp_path: Path) -> None:
+    """docs/install.md's kustomization for another namespace gives what `deploy render` prints."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "install.md").read_text()
+    (block,) = [b.partition("\n")[2] for b in text.split("```")[1::2]
+                if b.startswith("yaml") and "kind: Kustomization" in b]
+    documented = yaml.safe_load(block)
+    options = RenderOptions(namespace=documented["namespace"], certs="cert-manager",
+                            image="registry.example/draguard:0.1.0")
+    folder = tmp_path / "site" / "draguard-install"
+    documented["resources"] = [relative(overlay_dir(options.certs), folder)]
+    write_kustomization(folder, documented)
+    assert kustomize(folder) == render(options)
+    assert documented == wrapper_kustomization(options, documented["resources"][0])
