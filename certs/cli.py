@@ -47,6 +47,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -86,10 +87,6 @@ PROG = "draguard certs"
 Connect = Callable[[argparse.Namespace], ClusterApi]
 
 
-class UsageError(Exception):
-    """A combination of options that cannot work."""
-
-
 def main(
     argv: Sequence[str],
     *,
@@ -109,7 +106,7 @@ def main(
     context = Context(connect or _connect_for_real, now, out)
     try:
         return run(args, context)
-    except (CertificateFileError, ClusterError, UsageError, ValueError) as exc:
+    except (CertificateFileError, ClusterError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=err)
         hint = _hint(args, exc)
         if hint:
@@ -117,13 +114,13 @@ def main(
         return 2
 
 
+@dataclass(frozen=True, slots=True)
 class Context:
     """What a subcommand needs besides its options: the cluster, the clock, the output."""
 
-    def __init__(self, connect: Connect, now: dt.datetime | None, out: TextIO) -> None:
-        self.connect = connect
-        self.now = now
-        self.out = out
+    connect: Connect
+    now: dt.datetime | None
+    out: TextIO
 
     def say(self, line: str) -> None:
         print(line, file=self.out)
@@ -192,7 +189,11 @@ def run_renew(args: argparse.Namespace, ctx: Context) -> int:
             reason = reason or f"Secret {args.namespace}/{args.from_secret} not found"
     if reason is None:
         reason = renewal_reason(
-            paths.dir, service=args.service, namespace=args.namespace, now=ctx.now
+            paths.dir,
+            service=args.service,
+            namespace=args.namespace,
+            extra_sans=tuple(args.extra_san),
+            now=ctx.now,
         )
     if reason is None:
         leaf = load_pair(paths.tls_cert, paths.tls_key)
@@ -299,13 +300,19 @@ def build_parser(default_dir: str) -> argparse.ArgumentParser:
             default=DEFAULT_SERVICE,
             help=f"the webhook's Service name (default {DEFAULT_SERVICE})",
         )
+    init.add_argument(
+        "--key-type",
+        choices=KEY_TYPES,
+        default="ecdsa",
+        help="key algorithm: ECDSA P-256 (default) or RSA 2048",
+    )
+    renew_.add_argument(
+        "--key-type",
+        choices=KEY_TYPES,
+        default=None,
+        help="key algorithm of the new serving key (default: that of the current one)",
+    )
     for sub in (init, renew_):
-        sub.add_argument(
-            "--key-type",
-            choices=KEY_TYPES,
-            default="ecdsa",
-            help="key algorithm: ECDSA P-256 (default) or RSA 2048",
-        )
         sub.add_argument(
             "--leaf-days",
             type=_days,
@@ -417,6 +424,11 @@ def _print_report(ctx: Context, report: CheckReport) -> None:
 def _hint(args: argparse.Namespace, exc: Exception) -> str:
     if not isinstance(exc, CertificateFileError):
         return ""
+    if str(exc.path).startswith("Secret "):
+        return (
+            "fix or delete that Secret; without the CA Secret the next `init --from-secret` "
+            "makes a new CA, and publish then updates the caBundle"
+        )
     if args.command == "renew" and exc.path.name in ("ca.crt", "ca.key"):
         return (
             "renewal keeps the CA, so it needs a good one; `draguard certs init --force` "

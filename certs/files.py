@@ -23,6 +23,7 @@ from typing import Literal
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from draguard.certs.authority import (
     DEFAULT_CA_DAYS,
     DEFAULT_LEAF_DAYS,
@@ -246,6 +247,7 @@ def renewal_reason(
     *,
     service: str = DEFAULT_SERVICE,
     namespace: str = DEFAULT_NAMESPACE,
+    extra_sans: tuple[str, ...] = (),
     now: dt.datetime | None = None,
 ) -> str | None:
     """Why the serving certificate should be reissued now, or `None` when it is fine.
@@ -255,7 +257,9 @@ def renewal_reason(
     paths = StatePaths.of(state_dir)
     ca = load_authority(paths, now=now)
     leaf = load_pair(paths.tls_cert, paths.tls_key)
-    return _leaf_reason(leaf, ca, service=service, namespace=namespace, now=now)
+    return _leaf_reason(
+        leaf, ca, service=service, namespace=namespace, extra_sans=extra_sans, now=now
+    )
 
 
 def check(
@@ -428,7 +432,7 @@ def renew(
     *,
     service: str = DEFAULT_SERVICE,
     namespace: str = DEFAULT_NAMESPACE,
-    key_type: KeyType = "ecdsa",
+    key_type: KeyType | None = None,
     leaf_days: int = DEFAULT_LEAF_DAYS,
     extra_sans: tuple[str, ...] = (),
     now: dt.datetime | None = None,
@@ -436,8 +440,10 @@ def renew(
     """Issue a new serving certificate signed by the folder's existing CA, unconditionally.
 
     Keeping the CA is the point: the `caBundle` in the webhook configurations stays
-    valid, so a renewal needs no change in the cluster beyond the Secret. Raises
-    `CertificateFileError` when the CA is missing, unusable or expired.
+    valid, so a renewal needs no change in the cluster beyond the Secret. Without
+    `key_type` the new key has the old leaf's type (else the CA's), so a cluster that
+    chose RSA keeps it. Raises `CertificateFileError` when the CA is missing, unusable
+    or expired.
     """
     paths = StatePaths.of(state_dir)
     with _locked(paths):
@@ -447,7 +453,7 @@ def renew(
             ca,
             service=service,
             namespace=namespace,
-            key_type=key_type,
+            key_type=key_type or _current_key_type(paths, ca),
             leaf_days=leaf_days,
             extra_sans=extra_sans,
             now=now,
@@ -570,6 +576,14 @@ def _leaf_reason(
             "less than a third of its life is left"
         )
     return None
+
+
+def _current_key_type(paths: StatePaths, ca: CertifiedKey) -> KeyType:
+    try:
+        cert = parse_certificates(read_file(paths.tls_cert), source=str(paths.tls_cert))[0]
+    except CertificateFileError:
+        cert = ca.cert
+    return "rsa" if isinstance(cert.public_key(), rsa.RSAPublicKey) else "ecdsa"
 
 
 def _load_for_check(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, bool]:

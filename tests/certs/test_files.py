@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from draguard.certs import files
-from draguard.certs.authority import issue_ca, issue_serving_cert, service_dns_names
+from draguard.certs.authority import KeyType, issue_ca, issue_serving_cert, service_dns_names
 from draguard.certs.errors import CertificateFileError, KeyMismatchError
 from draguard.certs.files import (
     CheckReport,
@@ -268,11 +269,31 @@ def test_renew_keeps_the_ca(state: StatePaths, now: dt.datetime) -> None:
     assert renewal_reason(state.dir, now=now + 250 * DAY) is None
 
 
+@pytest.mark.parametrize(
+    ("made_with", "asked", "expected"),
+    [
+        pytest.param("rsa", None, rsa.RSAPublicKey, id="keeps-rsa"),
+        pytest.param("ecdsa", None, ec.EllipticCurvePublicKey, id="keeps-ecdsa"),
+        pytest.param("ecdsa", "rsa", rsa.RSAPublicKey, id="switches-when-asked"),
+    ],
+)
+def test_renew_keeps_the_key_type_unless_asked(
+    tmp_path: Path, now: dt.datetime, made_with: KeyType, asked: KeyType | None, expected: type
+) -> None:
+    """A renewal without a key type makes the same kind of key as before."""
+    paths = create_certificates(tmp_path / "s", key_type=made_with, now=now).paths
+    renewed = renew(paths.dir, key_type=asked, now=now)
+    assert isinstance(renewed.cert.public_key(), expected)
+
+
 def test_renewal_reason_says_why(state: StatePaths, now: dt.datetime) -> None:
     """renewal_reason is None for a good leaf and names the cause otherwise."""
     assert renewal_reason(state.dir, now=now) is None
     assert "less than a third" in str(renewal_reason(state.dir, now=now + 250 * DAY))
     assert "lacks the names" in str(renewal_reason(state.dir, service="other", now=now))
+    assert "lacks the names 127.0.0.1" in str(
+        renewal_reason(state.dir, extra_sans=("127.0.0.1",), now=now)
+    )
 
 
 @pytest.mark.parametrize(
