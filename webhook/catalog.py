@@ -32,8 +32,13 @@ _PLAIN_VALUES: dict[str, tuple[Any, ...]] = {
 
 
 def expand_requests(devices: dict[str, Any], *, site: ClaimSite, policy: Policy,
-                    warn: Warn) -> None:
-    """Replace each catalogued exact request by its alternatives, in place."""
+                    warn: Warn, note: Warn) -> None:
+    """Replace each catalogued exact request by its alternatives, in place.
+
+    `warn` gets what the user should know in any case (a request left unexpanded);
+    `note` gets each expansion done, which matters only to explain a denial whose
+    error paths name subrequests the user never wrote.
+    """
     if not policy.catalog:
         return
     for i, request in dict_items(devices.get("requests")):
@@ -49,7 +54,11 @@ def expand_requests(devices: dict[str, Any], *, site: ClaimSite, policy: Policy,
             warn(f"{site.request_path(i)}: request {name!r} was not expanded with the catalog "
                  f"for {entry.device_class_name}: {reason}")
             continue
-        _replace_exact(request, site, _alternatives(exact, entry))
+        alternatives = _alternatives(exact, entry)
+        _replace_exact(request, site, alternatives)
+        note(f"{site.request_path(i)}: request {request.get('name')!r} was expanded with the "
+             f"catalog for {entry.device_class_name} into firstAvailable "
+             f"[{', '.join(a['name'] for a in alternatives)}]")
 
 
 def _exact_part(request: dict[str, Any], site: ClaimSite) -> dict[str, Any] | None:

@@ -56,6 +56,7 @@ class Applied:
     mutated: Any
     errors: tuple[FieldError, ...] = ()
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def apply_policy(obj: Any, policy: Policy) -> Applied:
@@ -68,14 +69,15 @@ def apply_policy(obj: Any, policy: Policy) -> Applied:
     if devices is None:
         return Applied(mutated)
     warnings: list[str] = []
-    expand_requests(devices, site=site, policy=policy, warn=warnings.append)
+    notes: list[str] = []
+    expand_requests(devices, site=site, policy=policy, warn=warnings.append, note=notes.append)
     trim_alternatives(devices, site=site, limits=policy.limits, warn=warnings.append)
     if policy.config_names_parent == "rewrite":
         rewrite_parent_references(devices, site=site, warn=warnings.append)
     if policy.defaults:
         apply_defaults(devices, site=site)
     errors = tuple(forbidden_classes(devices, site=site, limits=policy.limits))
-    return Applied(mutated, errors, tuple(warnings))
+    return Applied(mutated, errors, tuple(warnings), tuple(notes))
 
 
 def make_patch(original: Any, mutated: Any) -> list[dict[str, Any]]:
@@ -96,7 +98,8 @@ def mutate(obj: Any, *, policy: Policy, options: Options) -> Mutation:
     if patch:
         errors += tuple(_rejections(validate_object(applied.mutated, options=options).errors))
     if errors:
-        return Mutation(errors=errors, warnings=applied.warnings)
+        # The error paths are those of the expanded object: say how it was expanded.
+        return Mutation(errors=errors, warnings=applied.warnings + applied.notes)
     return Mutation(patch=patch, warnings=applied.warnings)
 
 

@@ -480,6 +480,21 @@ def test_expansion_the_release_cannot_store_is_denied() -> None:
         (ErrorType.REQUIRED, "spec.devices.requests[0]")]
 
 
+def test_denial_after_expansion_explains_the_expansion() -> None:
+    """A denied expanded claim says how it was expanded, since its error paths are new."""
+    obj = document("v1beta2", "ResourceClaim", [exact("v1beta2", "gpu", "gpu.example.com")])
+    mutation = mutate(obj, policy=catalog_policy(), options=Options(release=release("1.33")))
+    assert mutation.warnings == (
+        "spec.devices.requests[0]: request 'gpu' was expanded with the catalog for "
+        "gpu.example.com into firstAvailable [requested, h100, a100]",)
+
+
+def test_allowed_expansion_carries_no_warning() -> None:
+    """An accepted expansion is silent: the patch itself says what changed."""
+    obj = document("v1", "ResourceClaim", [exact("v1", "gpu", "gpu.example.com")])
+    assert mutate(obj, policy=catalog_policy(), options=DEFAULT_OPTIONS).warnings == ()
+
+
 def test_expanded_object_passes_the_rules() -> None:
     """The example policy's expansion of a v1 claim is accepted by the rule set."""
     obj = document("v1", "ResourceClaim", [exact("v1", "gpu", "gpu.example.com")],
