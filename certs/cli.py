@@ -5,7 +5,8 @@ On a workstation (the state folder is `--dir`, default `$DRAGUARD_STATE_DIR` or
 
     draguard certs init   --dir DIR [--service draguard] [--namespace draguard-system]
                           [--key-type ecdsa|rsa] [--ca-days 3650] [--leaf-days 365] [--force]
-    draguard certs renew  --dir DIR [same options]     # only when due, unless --force
+    draguard certs renew  --dir DIR [--service …] [--namespace …] [--key-type …]
+                          [--leaf-days 365] [--force]  # only when due, unless --force
     draguard certs check  --dir DIR [--output text|json]  # exit 1 when wrong or due
     draguard certs bundle --dir DIR                     # caBundle: one base64 line
 
