@@ -34,7 +34,7 @@ def v1beta1_request_to_hub(request: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "name" in request:
         out["name"] = request["name"]
-    if _main_fields_set(request):
+    if main_fields_set(request):
         exactly: dict[str, Any] = {}
         for key in FLAT_FIELDS:
             if key not in request:
@@ -50,7 +50,7 @@ def v1beta1_request_to_hub(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _main_fields_set(request: dict[str, Any]) -> bool:
+def main_fields_set(request: dict[str, Any]) -> bool:
     return bool(
         request.get("deviceClassName", "")
         or "selectors" in request

@@ -21,6 +21,7 @@ from draguard.schema.conversion import (
     PARALLEL_KEY,
     decode_order,
     encode_order,
+    main_fields_set,
     nested_to_parallel,
     parallel_to_nested,
     spec_hub_to_v1beta1,
@@ -136,20 +137,10 @@ def _ambiguous_requests(devices: dict[str, Any], path: FieldPath, version: str) 
 
 
 def _has_exact(request: dict[str, Any], version: str) -> bool:
+    """Whether the request has an exact member, by upstream's own test (§5.2 for v1beta1)."""
     if version != "v1beta1":
         return "exactly" in request
-    return any(
-        k in request
-        for k in (
-            "deviceClassName",
-            "selectors",
-            "allocationMode",
-            "count",
-            "adminAccess",
-            "tolerations",
-            "capacity",
-        )
-    )
+    return main_fields_set(request)
 
 
 def _convert_version(
