@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
+from yaml._yaml import CParser
 from yaml.composer import ComposerError
 from yaml.events import (
     AliasEvent,
@@ -94,11 +95,8 @@ def _json_key(key: Any) -> str:
 
 
 def _build(text: str) -> Any:
-    parser = TextLoader(text)
-    try:
-        return _build_from(parser.get_event)
-    finally:
-        parser.dispose()
+    # The bare C parser: events need neither a resolver nor a constructor set up.
+    return _build_from(CParser(text).get_event)
 
 
 def _build_from(get_event: Callable[[], Any]) -> Any:
@@ -118,13 +116,16 @@ def _build_from(get_event: Callable[[], Any]) -> Any:
         cls = event.__class__
         if cls is ScalarEvent:
             if in_map and key is _NO_KEY:
-                key = _key(event)
-                if event.anchor is not None:
-                    anchors[event.anchor] = key
+                key = event.value
+                if event.tag is not None or key == "<<" or event.anchor is not None:
+                    key = _key(event, anchors)
                 continue
-            value = _scalar(event)
-            if event.anchor is not None:
-                anchors[event.anchor] = value
+            value = event.value
+            # Fast path: an untagged plain scalar that no implicit type can start with.
+            if event.tag is not None or event.anchor is not None or (
+                event.implicit[0] and value[:1] in _IMPLICIT
+            ):
+                value = _scalar(event, anchors)
         elif cls is MappingStartEvent or cls is SequenceStartEvent:
             if in_map and key is _NO_KEY:
                 raise ComposerError(None, None, "mapping keys must be scalars", event.start_mark)
@@ -194,17 +195,26 @@ def _alias(event: Any, anchors: dict[str, Any], open_ids: set[int]) -> Any:
     return value
 
 
-def _key(event: Any) -> str:
+def _key(event: Any, anchors: dict[str, Any]) -> str:
     """A mapping key: the scalar as written (JSON keys are strings); `<<` merges fall back."""
     value: str = event.value
     if value == "<<" and event.implicit[0] and _resolve(value) == MERGE:
         raise _Fallback
     if event.tag not in (None, "!", STR, INT, FLOAT, BOOL, NULL):
         raise _Fallback
+    if event.anchor is not None:
+        anchors[event.anchor] = value
     return value
 
 
-def _scalar(event: Any) -> Any:
+def _scalar(event: Any, anchors: dict[str, Any]) -> Any:
+    value = _scalar_value(event)
+    if event.anchor is not None:
+        anchors[event.anchor] = value
+    return value
+
+
+def _scalar_value(event: Any) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
         value: str = event.value
