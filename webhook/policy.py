@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -211,6 +212,8 @@ class PolicyStatus:
     error: str | None
 
 
+log = logging.getLogger("draguard.policy")
+
 _FileSignature = tuple[int, int, int, int]
 # Files modified this recently are re-read even when their stat looks unchanged: on a
 # file system with coarse timestamps a second same-size write would be invisible
@@ -296,11 +299,13 @@ class PolicyStore:
         self._good_digest = digest
         self._generation += 1
         self._error = None
+        log.info("policy %s loaded: generation %d, sha256 %s", path, self._generation, digest)
 
     def _fail(self, message: str) -> None:
         # Count a failure once per distinct problem, not once per check of the same file.
         if message != self._error:
             self._failures += 1
+            log.error("policy not loaded, keeping generation %d: %s", self._generation, message)
         self._error = message
 
 

@@ -76,6 +76,18 @@ def test_garbage_keeps_the_last_good_policy(policy_file: Path) -> None:
     assert status.generation == 1
 
 
+def test_failure_is_logged_once(policy_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A rejected file is logged once with the generation kept, not at every check."""
+    store = PolicyStore(policy_file, check_interval=0)
+    cap(store)
+    write(policy_file, GARBAGE)
+    with caplog.at_level("INFO", logger="draguard.policy"):
+        for _ in range(3):
+            cap(store)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "policy not loaded, keeping generation 1"]
+
+
 def test_fixed_file_clears_the_error(policy_file: Path) -> None:
     """After garbage, a valid file is loaded and the error is gone."""
     store = PolicyStore(policy_file, check_interval=0)
