@@ -43,6 +43,8 @@ SERVING_CERTIFICATE = "draguard-serving"
 # label the operator could forget (see docs/install.md).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 _POD_OWNERS = {"Deployment": ("spec", "template"), "Job": ("spec", "template"),
@@ -63,6 +65,13 @@ class RenderOptions:
         # certificate's DNS names, so anything else would break TLS, not just apply.
         if not _DNS_LABEL.fullmatch(self.namespace):
             raise ValueError(f"namespace {self.namespace!r} is not a DNS label (RFC 1123)")
+        # The webhooks exempt draguard's own namespace, and the manifests label it for
+        # the restricted Pod Security Standard: a shared namespace would lose
+        # validation for its claims, and a system namespace its privileged pods.
+        if self.namespace in RESERVED_NAMESPACES or self.namespace.startswith("kube-"):
+            raise ValueError(
+                f"namespace {self.namespace!r} is shared; draguard needs a namespace of its own"
+            )
         if self.replicas < 1:
             raise ValueError(f"replicas must be at least 1, not {self.replicas}")
         if not self.image or any(c.isspace() for c in self.image):

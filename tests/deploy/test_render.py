@@ -16,6 +16,7 @@ from draguard.deploy.render import (
     CERT_MODES,
     DEFAULT_NAMESPACE,
     DEPLOY_ROOT,
+    RESERVED_NAMESPACES,
     CertMode,
     ImageRef,
     RenderOptions,
@@ -110,7 +111,8 @@ def test_no_default_namespace_survives_a_namespace_change(options: RenderOptions
 
 
 @settings(max_examples=25, deadline=None)
-@given(namespace=st.from_regex(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True),
+@given(namespace=st.from_regex(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True).filter(
+           lambda n: n not in RESERVED_NAMESPACES and not n.startswith("kube-")),
        mode=st.sampled_from(CERT_MODES))
 def test_every_namespaced_object_lands_in_the_chosen_namespace(
     namespace: str, mode: CertMode
@@ -153,6 +155,9 @@ def test_image_references_split_into_name_tag_and_digest(
         pytest.param({"namespace": "Draguard"}, id="namespace-uppercase"),
         pytest.param({"namespace": "a" * 64}, id="namespace-too-long"),
         pytest.param({"namespace": "ns.dotted"}, id="namespace-dotted"),
+        pytest.param({"namespace": "default"}, id="namespace-default-shared"),
+        pytest.param({"namespace": "kube-system"}, id="namespace-kube-system"),
+        pytest.param({"namespace": "kube-anything"}, id="namespace-kube-prefix"),
         pytest.param({"replicas": 0}, id="replicas-zero"),
         pytest.param({"image": "has space"}, id="image-space"),
         pytest.param({"image": ""}, id="image-empty"),
@@ -174,6 +179,19 @@ def test_cli_without_options_prints_the_self_signed_overlay(
     assert printed == render(RenderOptions())
 
 
+def test_cli_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    """`draguard deploy render --help` documents every option and exits 0."""
+    assert cli.main(["render", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(flag in out for flag in ("--namespace", "--image", "--replicas", "--certs"))
+
+
+@needs_kubectl
+def test_base_builds_like_kubectl_kustomize() -> None:
+    """The shared base alone also builds exactly as kustomize builds it."""
+    assert build(DEPLOY_ROOT / "base") == kustomize(DEPLOY_ROOT / "base")
+
+
 def test_cli_passes_every_option_through(capsys: pytest.CaptureFixture[str]) -> None:
     """Each flag of `draguard deploy render` reaches the rendered objects."""
     argv = ["render", "--namespace", "ops", "--image", "r/d:9", "--replicas", "4",
@@ -193,6 +211,7 @@ def test_cli_passes_every_option_through(capsys: pytest.CaptureFixture[str]) -> 
         pytest.param(["render", "--replicas", "two"], id="replicas-not-a-number"),
         pytest.param(["render", "--replicas", "0"], id="replicas-zero"),
         pytest.param(["render", "--namespace", "Bad_NS"], id="namespace-invalid"),
+        pytest.param(["render", "--namespace", "default"], id="namespace-shared"),
     ],
 )
 def test_cli_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
