@@ -102,7 +102,7 @@ def _check_object(
         return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
                               verdict.name, verdict.namespace, item=item, skipped=True,
                               skip_reason=verdict.skip_reason, line=chunk.line + 1)
-    warnings = tuple(getattr(verdict, "warnings", ()))
+    warnings = verdict.warnings
     if not verdict.errors and not warnings:
         return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
                               verdict.name, verdict.namespace, item=item, line=chunk.line + 1)
@@ -111,7 +111,7 @@ def _check_object(
         for err in verdict.errors
     )
     advice = tuple(
-        LintWarning(str(w.path), str(w.code), str(w.message),
+        LintWarning(str(w.path), w.code, w.message,
                     *located.place(candidate_paths(w.path, verdict.shape, prefix)))
         for w in warnings
     )

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin")
     parser.add_argument("-o", "--output", choices=list(REPORTERS), default="text")
     parser.add_argument("--kubernetes-version", default=releases.DEFAULT_RELEASE.name,
-                        help="imitate this release (default: %(default)s)")
+                        help="imitate this release, e.g. 1.35 or 1.35.2 (default: %(default)s)")
     parser.add_argument("-n", "--namespace", default="default",
                         help="namespace for objects without one, as kubectl fills it")
     parser.add_argument("--namespace-labels", metavar="K=V,...",
@@ -75,7 +75,14 @@ def build_options(args: argparse.Namespace) -> Options:
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
     return Options(release=release, namespace_labels=parse_labels(args.namespace_labels),
-                   default_namespace=args.namespace)
+                   default_namespace=args.namespace,
+                   kubernetes_patch=parse_patch(args.kubernetes_version))
+
+
+def parse_patch(version: str) -> int | None:
+    """The patch level of `1.35.2` (release notes name patch ranges); None for `1.35`."""
+    parts = version.strip().lstrip("v").split(".")
+    return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
 
 
 def main(

@@ -184,11 +184,11 @@ def test_options_reach_the_rule_set(tmp_path: Path) -> None:
         return fakes.fake_validate(obj, options=options)
 
     path = _write(tmp_path, "a.yaml", GOOD)
-    code, _, _ = _run(["--kubernetes-version", "1.34", "--namespace", "ns",
+    code, _, _ = _run(["--kubernetes-version", "1.34.3", "--namespace", "ns",
                        "--namespace-labels", "a=b, c=", path], validate=spy)
     assert code == 0
     assert seen == [Options(release=release("1.34"), namespace_labels={"a": "b", "c": ""},
-                            default_namespace="ns")]
+                            default_namespace="ns", kubernetes_patch=3)]
 
 
 @pytest.mark.parametrize(
