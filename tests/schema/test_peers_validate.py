@@ -65,3 +65,8 @@ def test_draguard_rejects_what_peer_rejects(case: Any) -> None:
 def test_peer_rejects_decoding_findings(case: Any) -> None:
     """Every document expected to carry Unknown or Malformed is rejected by the peer too."""
     assert rejection(case) is not None
+
+
+def test_peer_accepts_documents_that_break_several_rules() -> None:
+    """The reason draguard exists: the peer accepts a corpus document with four or more findings."""
+    assert any(len(c.errors) >= 4 and rejection(c) is None for c in UPSTREAM)
