@@ -85,23 +85,34 @@ def test_render_with_options_equals_kubectl_kustomize_of_the_wrapper(
     assert render(options) == kustomize(folder)
 
 
+COMPONENTS = [
+    pytest.param("fail-open", {"ValidatingWebhookConfiguration": "Ignore",
+                               "MutatingWebhookConfiguration": "Ignore"}, id="fail-open"),
+    pytest.param("mutate-fail-closed", {"ValidatingWebhookConfiguration": "Fail",
+                                        "MutatingWebhookConfiguration": "Fail"},
+                 id="mutate-fail-closed"),
+]
+
+
 @needs_kubectl
 @pytest.mark.parametrize("mode", CERT_MODES)
-def test_fail_open_component_builds_like_kubectl_kustomize(mode: CertMode, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("component", "expected"), COMPONENTS)
+def test_failure_policy_components_build_like_kubectl_kustomize(
+    mode: CertMode, component: str, expected: dict[str, str], tmp_path: Path
+) -> None:
     """The Python kustomize subset applies a component's patches like kustomize."""
-    folder = tmp_path / "fail-open"
+    folder = tmp_path / component
     write_kustomization(folder, {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [relative(overlay_dir(mode), folder)],
-        "components": [relative(DEPLOY_ROOT / "components" / "fail-open", folder)],
+        "components": [relative(DEPLOY_ROOT / "components" / component, folder)],
     })
     built = build(folder)
     assert built == kustomize(folder)
     policies = {m["kind"]: m["webhooks"][0]["failurePolicy"] for m in built
                 if m["kind"].endswith("WebhookConfiguration")}
-    assert policies == {"ValidatingWebhookConfiguration": "Ignore",
-                        "MutatingWebhookConfiguration": "Ignore"}
+    assert policies == expected
 
 
 @pytest.mark.parametrize("options", CUSTOM)
