@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from draguard.schema.cel_ast import CelType, CheckedAst, Node, decode_checked
+from draguard.schema.cel_ast import decode_checked
 from draguard.schema.cel_cost import COST_LIMIT, estimate_max_cost
 from draguard.schema.cel_depth import nesting_depth
 from draguard.schema.cel_env import EnvFlags, environment
+from draguard.schema.cel_validators import validate
 from draguard.schema.errors import FieldError, forbidden, internal_error, invalid, too_long
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
@@ -92,7 +92,8 @@ def _analyse(expression: str, consumable_capacity: bool) -> Verdict:
     except RuntimeError as exc:
         return _compile_failure(expression, str(exc))
     ast = decode_checked(compiled.serialize())
-    issues = list(homogeneous_literal_issues(ast, expression))
+    issues = [Issue(*_location(expression, found.offset), found.message)
+              for found in validate(ast)]
     if issues:
         return Verdict("invalid", "compilation failed: " + render_issues(expression, issues))
     result = ast.type_of(ast.root)
@@ -186,48 +187,22 @@ def _render_issue(expression: str, issue: Issue) -> str:
     return f"{text}\n | {snippet}\n | {''.join(marker)}"
 
 
-def offset_to_position(expression: str, offset: int) -> tuple[int, int]:
-    """Code point offset → (1-based line, 0-based column)."""
-    before = expression[:offset]
-    line = before.count("\n") + 1
-    return line, offset - (before.rfind("\n") + 1)
+def _location(expression: str, offset: int | None) -> tuple[int, int]:
+    """cel-go's `locationByID`: (1-based line, 0-based column) of a code point offset.
 
-
-# --- upstream's homogeneous aggregate literal validator ----------------------------------
-
-
-def homogeneous_literal_issues(ast: CheckedAst, expression: str) -> Iterator[Issue]:
-    """Kubernetes' base environment rejects mixed-type list and map literals.
-
-    Element (and key/value) types must be equivalent to the first one; literals passed
-    to `format` are exempt, as in cel-go's validator.
+    Lines are counted over the starts of lines 2, 3, … with a strict `<`, so a node at
+    the very start of a line is placed at the end of the previous one — as upstream does.
     """
-    for node in _literals(ast.root, exempt=False):
-        columns = [node.args] if node.kind == "list" else [node.args[0::2], node.args[1::2]]
-        for elements in columns:
-            mismatch = _first_mismatch(ast, elements)
-            if mismatch is not None:
-                element, expected, found = mismatch
-                line, column = offset_to_position(expression, ast.positions.get(element.id, 0))
-                yield Issue(line, column,
-                            f"expected type '{expected.render()}' but found '{found.render()}'")
-
-
-def _literals(node: Node, *, exempt: bool) -> Iterator[Node]:
-    if node.kind in ("list", "map") and not exempt:
-        yield node
-    inner_exempt = exempt or (node.kind == "call" and node.name == "format")
-    for child in node.children():
-        yield from _literals(child, exempt=inner_exempt)
-
-
-def _first_mismatch(ast: CheckedAst, elements: tuple[Node, ...]) -> tuple[Node, CelType,
-                                                                            CelType] | None:
-    if not elements:
-        return None
-    expected = ast.type_of(elements[0])
-    for element in elements[1:]:
-        found = ast.type_of(element)
-        if found != expected:
-            return element, expected, found
-    return None
+    if offset is None:
+        return -1, -1
+    line, column = 1, offset
+    start = 0
+    for index, ch in enumerate(expression):
+        if ch != "\n":
+            continue
+        start = index + 1
+        if start < offset:
+            line, column = line + 1, offset - start
+        else:
+            break
+    return line, column
