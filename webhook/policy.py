@@ -16,7 +16,7 @@ catalog:                           # alternatives per device class (KEP-4816 por
       deviceClassName: h100.nvidia.com
       count: 1                     # every DeviceSubRequest field: selectors (CEL
       selectors:                   # expressions, as strings), allocationMode, count,
-      - device.attributes["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))
+      - device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0
       tolerations: []              # tolerations, capacity.requests
 limits:
   maxAlternatives: 4               # 1..8: trim every firstAvailable list to its first N
@@ -46,6 +46,14 @@ request that already has `firstAvailable` is left as written):
 
 A request with `adminAccess: true` is never expanded: subrequests cannot carry admin
 access (`upstream-rules.md` §1.3), so moving it would drop the privilege request.
+
+Order of the steps on each CREATE (`draguard.webhook.mutation`): catalog expansion,
+`maxAlternatives`, the config rewrite, defaults; then `forbiddenClasses` is checked on
+the result (so a portable class that `replace` swaps away is fine) and the rule set
+runs on the mutated object. Loading checks each catalog entry against the rule set
+too, so a CEL selector that does not compile fails the load at its line instead of
+denying every claim it would expand. No `--policy` at all is `Policy.empty()`: every
+object gets an empty patch.
 """
 
 from __future__ import annotations
