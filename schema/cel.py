@@ -31,7 +31,7 @@ Outcome = Literal["ok", "invalid", "forbidden", "internal", "unchecked"]
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class SelectorVerdict:
     """The outcome for one expression, independent of where it sits in a document.
 
     `unchecked` means the C++ parser's own nesting limit (32) stopped it while cel-go's
@@ -71,7 +71,7 @@ def _without_surrogates(expression: str) -> str:
     return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in expression)
 
 
-def analyse_selector(expression: str, *, consumable_capacity: bool) -> Verdict:
+def analyse_selector(expression: str, *, consumable_capacity: bool) -> SelectorVerdict:
     """The verdict for one expression, compiled once per (expression, flags)."""
     return _analyse(expression, consumable_capacity)
 
@@ -81,11 +81,11 @@ def cache_info() -> functools._CacheInfo:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _analyse(expression: str, consumable_capacity: bool) -> Verdict:
+def _analyse(expression: str, consumable_capacity: bool) -> SelectorVerdict:
     if nesting_depth(expression) > RECURSION_LIMIT:
         # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
         text = render_issues(expression, [Issue(-1, -1, recursion_message())])
-        return Verdict("invalid", "compilation failed: " + text)
+        return SelectorVerdict("invalid", "compilation failed: " + text)
     env = environment(EnvFlags(consumable_capacity=consumable_capacity))
     try:
         compiled = env.compile(expression)
@@ -95,15 +95,15 @@ def _analyse(expression: str, consumable_capacity: bool) -> Verdict:
     issues = [Issue(*_location(expression, found.offset), found.message)
               for found in validate(ast)]
     if issues:
-        return Verdict("invalid", "compilation failed: " + render_issues(expression, issues))
+        return SelectorVerdict("invalid", "compilation failed: " + render_issues(expression, issues))
     result = ast.type_of(ast.root)
     if result.kind not in ("bool", "any"):
         detail = f"must evaluate to bool or the unknown type, not {result.render()}"
-        return Verdict("invalid", detail)
+        return SelectorVerdict("invalid", detail)
     cost = estimate_max_cost(ast)
     if cost > COST_LIMIT:
-        return Verdict("forbidden", "too complex, exceeds cost limit", cost)
-    return Verdict("ok", cost=cost)
+        return SelectorVerdict("forbidden", "too complex, exceeds cost limit", cost)
+    return SelectorVerdict("ok", cost=cost)
 
 
 def recursion_message() -> str:
@@ -135,13 +135,13 @@ _REWRITES = (
 )
 
 
-def _compile_failure(expression: str, text: str) -> Verdict:
+def _compile_failure(expression: str, text: str) -> SelectorVerdict:
     if any(marker in text for marker in _CPP_DEPTH_LIMIT):
-        return Verdict("unchecked", text)
+        return SelectorVerdict("unchecked", text)
     issues = parse_cpp_issues(text)
     if not issues:
-        return Verdict("internal", f"unexpected compilation error: {text}")
-    return Verdict("invalid", "compilation failed: " + render_issues(expression, issues))
+        return SelectorVerdict("internal", f"unexpected compilation error: {text}")
+    return SelectorVerdict("invalid", "compilation failed: " + render_issues(expression, issues))
 
 
 def parse_cpp_issues(text: str) -> list[Issue]:
