@@ -142,7 +142,7 @@ def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode
         return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
     if verdict.skipped:
         return _skipped(review, verdict, kind, version)
-    warnings = skew_warnings(review.object) if review.operation == "CREATE" else []
+    warnings = _warnings(review, verdict)
     if verdict.errors:
         doc = _response(review.uid, allowed=False, status=render_invalid(verdict),
                         warnings=warnings)
@@ -199,6 +199,18 @@ def render_invalid(verdict: Verdict) -> dict[str, Any]:
         "details": {"name": name, "group": GROUP, "kind": kind, "causes": causes},
         "code": 422,
     }
+
+
+def _warnings(review: Review, verdict: Verdict) -> list[str]:
+    """Skew warnings, then the rule set's own advice (issue 7), within the apiserver's limits.
+
+    Only on CREATE: the spec is immutable afterwards, and repeating the same warnings
+    on every metadata update would teach users to ignore them.
+    """
+    if review.operation != "CREATE":
+        return []
+    advice = (f"{item.field}: {item.message}" for item in verdict.warnings)
+    return limit_warnings([*skew_warnings(review.object), *advice])
 
 
 def _judge(review: Review, rules: RuleSet) -> Verdict:

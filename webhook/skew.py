@@ -9,6 +9,7 @@ warnings" guidance; more is dropped by the apiserver anyway).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -32,7 +33,8 @@ def limit_warnings(warnings: Iterable[str]) -> list[str]:
     out: list[str] = []
     total = 0
     for text in warnings:
-        line = " ".join(text.split())  # the apiserver rejects control characters in warnings
+        # Warnings travel as HTTP Warning headers, where control characters are not allowed.
+        line = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text)
         if len(line) > MAX_WARNING_CHARS:
             line = line[: MAX_WARNING_CHARS - 1] + "…"
         if total + len(line) > MAX_TOTAL_CHARS:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from draguard.schema.advice import Advice
 from draguard.schema.errors import FieldError, duplicate, required, too_many
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath
@@ -54,6 +55,7 @@ class StubRules:
     """Records calls and answers with a fixed verdict (or raises)."""
 
     errors: tuple[FieldError, ...] = ()
+    advice: tuple[Advice, ...] = ()
     skipped: bool = False
     raises: Exception | None = None
     calls: list[tuple[str, Any, Any, Options]] = field(default_factory=list)
@@ -63,7 +65,7 @@ class StubRules:
             raise self.raises
         return Verdict(kind=obj.get("kind"), api_version=obj.get("apiVersion"),
                        name=obj.get("metadata", {}).get("name"), namespace=None, shape="v1",
-                       errors=self.errors, skipped=self.skipped,
+                       errors=self.errors, skipped=self.skipped, warnings=self.advice,
                        skip_reason="not a claim" if self.skipped else "")
 
     def create(self, obj: Any, *, options: Options) -> Verdict:
@@ -201,6 +203,24 @@ def test_create_adds_skew_warning() -> None:
                              failure_mode="open")
     assert answer.document["response"]["warnings"] == [
         "request gpu uses firstAvailable: schedulers before 1.34 cannot allocate it"]
+
+
+def test_rule_set_advice_follows_skew_warnings() -> None:
+    """The rule set's advice is sent as `path: message` warnings after the skew warnings."""
+    advice = (Advice(REQUESTS.index(0), "quota-charge", "counts 3 devices against quota"),)
+    answer = answer_validate(parse_review(encode(review_doc())),
+                             rules=StubRules(advice=advice).rules(), failure_mode="open")
+    assert answer.document["response"]["warnings"] == [
+        "request gpu uses firstAvailable: schedulers before 1.34 cannot allocate it",
+        "spec.devices.requests[0]: counts 3 devices against quota"]
+
+
+def test_update_has_no_warnings() -> None:
+    """UPDATE answers carry no warnings (the spec cannot change after create)."""
+    advice = (Advice(REQUESTS.index(0), "quota-charge", "counts 3 devices against quota"),)
+    review = parse_review(encode(review_doc(operation="UPDATE", oldObject=CLAIM)))
+    answer = answer_validate(review, rules=StubRules(advice=advice).rules(), failure_mode="open")
+    assert "warnings" not in answer.document["response"]
 
 
 def test_unsupported_kind_is_allowed_with_warning() -> None:

@@ -110,6 +110,9 @@ def test_corpus_answer_equals_rule_set(client: ApiserverClient, doc: dict[str, A
     causes = response.get("status", {}).get("details", {}).get("causes", [])
     assert [(c["field"], c["reason"], c["message"]) for c in causes] == [
         (e.field, e.type.cause_type, e.message) for e in verdict.errors]
+    advice = [f"{a.field}: {a.message}" for a in verdict.warnings]
+    if advice and sum(map(len, advice)) < 3000 and all(len(a) <= 256 for a in advice):
+        assert response["warnings"][-len(advice):] == advice  # within limits: all of it
 
 
 def test_update_of_spec_is_denied_as_immutable(client: ApiserverClient) -> None:

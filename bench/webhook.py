@@ -1,0 +1,373 @@
+"""Benchmark: the webhook over TLS against a no-op Flask app on the same gunicorn settings.
+
+    .venv/bin/python bench/webhook.py [--seconds 5] [--concurrency 4] [--rate 200]
+                                      [--workers 2] [--threads 4] [--json]
+
+Starts, in this run, `draguard serve` (2 gthread workers, cached TLS context) and a
+no-op Flask app served by the same `gunicorn_settings` (same workers, threads,
+keep-alive, TLS hook, certificate) whose `/validate` reads the body and returns a
+constant allowed review: the ceiling. For each server and each connection mode —
+`keep-alive` (one TLS connection per client, reused) and `new` (a new TCP + TLS
+connection per request, `Connection: close`) — it measures:
+
+- `max`: closed loop, `--concurrency` client processes sending back to back:
+  requests/s and p50/p99 latency;
+- `rate`: open loop at `--rate` requests/s in total, latency measured from each
+  request's scheduled start (so a stall is not hidden by coordinated omission).
+
+The request is an AdmissionReview for a typical prioritized GPU claim (three
+alternatives with CEL selectors plus an exact NIC request). The load generator is
+plain Python (raw sockets, pre-built request bytes, one process per client) and runs on
+the same 2 cores as the servers, so absolute figures are lower bounds; the ratio to
+the no-op app in the same run is the figure to compare. Targets (issue 4): draguard
+≥ 80 % of the no-op throughput and p99 < 10 ms at 200 requests/s, in both modes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+SERVICE_DNS = "draguard.draguard-system.svc"
+
+CLAIM: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "training-job-gpu", "namespace": "ml-team",
+                 "labels": {"app": "trainer"}},
+    "spec": {"devices": {
+        "requests": [
+            {"name": "gpu", "firstAvailable": [
+                {"name": "h100", "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {
+                    "expression": 'device.attributes["gpu.nvidia.com"].productName == '
+                                  '"NVIDIA H100 80GB HBM3"'}}]},
+                {"name": "a100", "deviceClassName": "gpu.nvidia.com", "count": 2,
+                 "selectors": [{"cel": {"expression": 'device.attributes["gpu.nvidia.com"]'
+                                                      '.productName == "NVIDIA A100-SXM4-40GB"'}}]},
+                {"name": "t4", "deviceClassName": "gpu.nvidia.com", "count": 4},
+            ]},
+            {"name": "nic", "exactly": {"deviceClassName": "nic.example.com"}},
+        ],
+        "constraints": [{"requests": ["gpu", "nic"],
+                         "matchAttribute": "resource.kubernetes.io/pcieRoot"}],
+    }},
+}
+REVIEW = {
+    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+    "request": {"uid": "bench-0000", "operation": "CREATE", "namespace": "ml-team",
+                "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+                "resource": {"group": "resource.k8s.io", "version": "v1",
+                             "resource": "resourceclaims"},
+                "object": CLAIM},
+}
+
+
+# --- the no-op server (run as a child process) ------------------------------------------
+
+
+def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
+    """gunicorn with draguard's settings, serving a Flask app that judges nothing."""
+    from flask import Flask, Response, request
+    from gunicorn.app.base import BaseApplication
+
+    from draguard.webhook.config import Config
+    from draguard.webhook.server import gunicorn_settings
+
+    config = Config(host="127.0.0.1", port=port, state_dir=state_dir, workers=workers,
+                    threads=threads, log_level="warning")
+    answer = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                         "response": {"uid": "bench-0000", "allowed": True}})
+
+    def noop_app() -> Flask:
+        here = str(Path(__file__).resolve().parent)
+        app = Flask("noop", root_path=here, instance_path=here)
+
+        @app.post("/validate")
+        def validate() -> Response:
+            request.get_data()
+            return Response(answer, mimetype="application/json")
+
+        @app.get("/readyz")
+        def readyz() -> Response:
+            return Response("ok\n", mimetype="text/plain")
+
+        return app
+
+    class Noop(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for name, value in gunicorn_settings(config).items():
+                if name != "child_exit":
+                    self.cfg.set(name, value)
+
+        def load(self) -> Flask:
+            return noop_app()
+
+    Noop().run()
+
+
+# --- servers ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start(argv: list[str], port: int, ca: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRAGUARD_")}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"server exited: {log.read_text()}")
+        try:
+            if ca.exists() and _get(port, ca, "/readyz") == 200:
+                return process
+        except OSError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    sys.exit(f"server not ready: {log.read_text()}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+# --- the load generator -------------------------------------------------------------------
+
+
+def _context(ca: Path) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(ca))
+
+
+def _connect(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return context.wrap_socket(raw, server_hostname=SERVICE_DNS)
+
+
+def _request_bytes(path: str, body: bytes, *, close: bool) -> bytes:
+    head = (f"POST {path} HTTP/1.1\r\nHost: {SERVICE_DNS}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n")
+    return head.encode() + body
+
+
+def _read_response(sock: ssl.SSLSocket) -> int:
+    """Read one response with a Content-Length body; return its status code."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before the response headers")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed in the response body")
+        rest += chunk
+    return status
+
+
+def _get(port: int, ca: Path, path: str) -> int:
+    sock = _connect(port, _context(ca))
+    try:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        return _read_response(sock)
+    finally:
+        sock.close()
+
+
+@dataclass(frozen=True)
+class Job:
+    port: int
+    ca: str
+    mode: str  # keep-alive | new
+    start_at: float
+    seconds: float
+    interval: float  # 0 = closed loop; else seconds between this client's requests
+    offset: float
+
+
+def client(job: Job) -> tuple[list[float], int]:
+    """One client process: latencies (s) of successful requests and the error count."""
+    context = _context(Path(job.ca))
+    body = json.dumps(REVIEW).encode()
+    keep, fresh = _request_bytes("/validate", body, close=False), _request_bytes(
+        "/validate", body, close=True)
+    latencies: list[float] = []
+    errors = 0
+    sock: ssl.SSLSocket | None = None
+    while time.time() < job.start_at:
+        time.sleep(0.001)
+    begin = time.perf_counter()
+    end = begin + job.seconds
+    n = 0
+    while True:
+        if job.interval:
+            scheduled = begin + job.offset + n * job.interval
+            n += 1
+            if scheduled >= end:
+                break
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        else:
+            scheduled = time.perf_counter()
+            if scheduled >= end:
+                break
+        try:
+            if sock is None:
+                sock = _connect(job.port, context)
+            sock.sendall(fresh if job.mode == "new" else keep)
+            status = _read_response(sock)
+            if job.mode == "new":
+                sock.close()
+                sock = None
+            if status != 200:
+                errors += 1
+                continue
+            latencies.append(time.perf_counter() - scheduled)
+        except OSError:
+            errors += 1
+            if sock is not None:
+                sock.close()
+            sock = None
+    if sock is not None:
+        sock.close()
+    return latencies, errors
+
+
+@dataclass(frozen=True)
+class Result:
+    server: str
+    mode: str
+    load: str
+    requests: int
+    errors: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+
+
+def measure(server: str, port: int, ca: Path, *, mode: str, load: str, clients: int,
+            seconds: float, rate: float) -> Result:
+    interval = clients / rate if load == "rate" else 0.0
+    start_at = time.time() + 0.5
+    jobs = [Job(port, str(ca), mode, start_at, seconds, interval,
+                offset=(i * interval / clients) if interval else 0.0) for i in range(clients)]
+    with multiprocessing.get_context("spawn").Pool(clients) as pool:
+        outcomes = pool.map(client, jobs)
+    latencies = sorted(x for lat, _ in outcomes for x in lat)
+    errors = sum(e for _, e in outcomes)
+    if not latencies:
+        return Result(server, mode, load, 0, errors, 0.0, float("nan"), float("nan"))
+    quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
+    return Result(server, mode, load, len(latencies), errors,
+                  round(len(latencies) / seconds, 1),
+                  round(quantiles[49] * 1000, 2), round(quantiles[98] * 1000, 2))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--serve-noop", nargs=2, metavar=("PORT", "STATE_DIR"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_noop:
+        serve_noop(int(args.serve_noop[0]), Path(args.serve_noop[1]), args.workers, args.threads)
+        return 0
+
+    folder = Path(tempfile.mkdtemp(prefix="draguard-bench-"))
+    state = folder / "state"
+    ca = state / "ca.crt"
+    ports = {"draguard": free_port(), "noop": free_port()}
+    draguard = start([sys.executable, "-m", "draguard.webhook.main", "serve",
+                      "--host", "127.0.0.1", "--port", str(ports["draguard"]),
+                      "--state-dir", str(state), "--workers", str(args.workers),
+                      "--threads", str(args.threads), "--log-level", "warning"],
+                     ports["draguard"], ca, folder / "draguard.log")
+    noop = start([sys.executable, __file__, "--serve-noop", str(ports["noop"]), str(state),
+                  "--workers", str(args.workers), "--threads", str(args.threads)],
+                 ports["noop"], ca, folder / "noop.log")
+    results: list[Result] = []
+    try:
+        for mode in ("keep-alive", "new"):
+            for load in ("max", "rate"):
+                clients = args.concurrency if load == "max" else 2
+                for server in ("noop", "draguard"):
+                    result = measure(server, ports[server], ca, mode=mode, load=load,
+                                     clients=clients, seconds=args.seconds, rate=args.rate)
+                    results.append(result)
+                    if not args.json:
+                        print(_row(result), flush=True)
+    finally:
+        stop(draguard)
+        stop(noop)
+    summary = _summary(results, args.rate)
+    if args.json:
+        print(json.dumps({"results": [asdict(r) for r in results], "summary": summary},
+                         indent=2))
+    else:
+        print()
+        for line in summary["lines"]:
+            print(line)
+    return 0 if summary["met"] else 1
+
+
+def _row(r: Result) -> str:
+    return (f"{r.server:9} {r.mode:10} {r.load:4}  {r.rps:8.1f} req/s  p50 {r.p50_ms:6.2f} ms"
+            f"  p99 {r.p99_ms:6.2f} ms  ({r.requests} ok, {r.errors} errors)")
+
+
+def _summary(results: list[Result], rate: float) -> dict[str, Any]:
+    by = {(r.server, r.mode, r.load): r for r in results}
+    lines, met = [], True
+    for mode in ("keep-alive", "new"):
+        ceiling, ours = by[("noop", mode, "max")], by[("draguard", mode, "max")]
+        share = ours.rps / ceiling.rps if ceiling.rps else 0.0
+        p99 = by[("draguard", mode, "rate")].p99_ms
+        ok = share >= 0.8 and p99 < 10 and ours.errors == 0
+        met &= ok
+        lines.append(f"{mode:10}: draguard {share:.0%} of no-op throughput (target ≥ 80 %), "
+                     f"p99 {p99:.2f} ms at {rate:g} req/s (target < 10 ms): "
+                     f"{'met' if ok else 'NOT met'}")
+    return {"lines": lines, "met": met}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
