@@ -128,7 +128,10 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     if doc_type is None:
         return _skipped(obj)
     prepared = prepare(obj, doc_type, options)
-    errors = [*prepared.findings, *_create_errors(prepared, options)]
+    if prepared.findings:
+        # §3.0 step 1: the apiserver answers a decoding error (400) before any rule runs.
+        return _verdict(prepared, list(prepared.findings))
+    errors = list(_create_errors(prepared, options))
     return _verdict(prepared, errors, tuple(advise(prepared, options)))
 
 

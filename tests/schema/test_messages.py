@@ -96,7 +96,11 @@ def test_template_path_prefix_and_forbidden_message() -> None:
 
 
 def test_unknown_and_malformed_render() -> None:
-    """draguard's own types render with the version and type that lack the field, and the JSON types."""
+    """draguard's own types render with the version and type that lack the field, and the JSON types.
+
+    Like the apiserver's decoder (§3.0 step 1), decoding findings stop the rules: the
+    request lacking both members is not reported on top.
+    """
     doc = claim({"requests": [{"name": "gpu", "deviceClassName": "x", "firstAvailable": [sub("a", count="2")]}]})
     assert [str(e) for e in validate_object(doc).errors] == [
         "spec.devices.requests[0].deviceClassName: Unknown field: resource.k8s.io/v1 DeviceRequest has no such field",

@@ -68,7 +68,7 @@ R0 = "spec.devices.requests[0]"
         pytest.param(claim([PRIORITIZED], constraints=[{"matchAttribute": "a/b/c"}]), "1.37",
                      [("Invalid", "spec.devices.constraints[0].matchAttribute")], id="1.37-rejects-two-slashes"),
         # §1.2: v1 does not exist in 1.33.
-        pytest.param(claim([PRIORITIZED]), "1.33", [("Unknown", "apiVersion"), ("Required", R0)], id="1.33-no-v1"),
+        pytest.param(claim([PRIORITIZED]), "1.33", [("Unknown", "apiVersion")], id="1.33-no-v1"),
     ],
 )
 def test_release_behaviour(obj: dict[str, Any], k8s: str, expected: list[tuple[str, str]]) -> None:
