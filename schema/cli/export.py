@@ -17,11 +17,12 @@ from draguard.schema.export import export_schemas, write_schemas
 from draguard.schema.releases import DEFAULT_RELEASE, Release, release
 
 EPILOG = """\
-kubeconform:
-  kubeconform -schema-location default \\
-    -schema-location 'DIR/{{ .ResourceKind }}{{ .KindSuffix }}.json' claim.yaml
+kubeconform (ours first: it uses the first location that has a schema):
+  kubeconform -schema-location 'DIR/{{ .ResourceKind }}{{ .KindSuffix }}.json' \\
+    -schema-location default claim.yaml
 parallel shape (draguard only):
   kubeconform -schema-location 'DIR/{{ .ResourceKind }}{{ .KindSuffix }}-parallel.json' …
+See docs/schema.md for what the schemas check and what stays in `draguard lint`.
 """
 
 
