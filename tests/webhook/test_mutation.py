@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -14,7 +15,7 @@ from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.releases import release
 from draguard.schema.validate import validate_object
 from draguard.webhook.mutation import Mutation, mutate
-from draguard.webhook.policy import Alternative, CatalogEntry, Policy, parse_policy
+from draguard.webhook.policy import Alternative, CatalogEntry, Policy, load_policy, parse_policy
 
 VERSIONS = ("v1", "v1beta2", "v1beta1")
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")
@@ -552,3 +553,26 @@ def test_mutate_does_not_change_its_input() -> None:
     before = copy.deepcopy(obj)
     mutate(obj, policy=catalog_policy(defaults=True, rewrite="rewrite"), options=DEFAULT_OPTIONS)
     assert obj == before
+
+
+EXAMPLE_POLICY = Path(__file__).resolve().parents[2] / "examples" / "policy.yaml"
+
+
+@pytest.mark.parametrize(("version", "kind"), SHAPES)
+@pytest.mark.parametrize(
+    ("device_class", "names"),
+    [
+        pytest.param("gpu.nvidia.com", ["requested", "h100", "a100-pair"], id="first"),
+        pytest.param("gpu.portable.example.com", ["mi300", "any-gpu"], id="replace"),
+    ],
+)
+def test_example_policy_expands_into_valid_objects(version: str, kind: str, device_class: str,
+                                                   names: list[str]) -> None:
+    """examples/policy.yaml turns a one-class template into an accepted prioritized one."""
+    obj = document(version, kind, [exact(version, "gpu", device_class)], [config_entry("gpu")])
+    mutation = mutate(obj, policy=load_policy(EXAMPLE_POLICY), options=DEFAULT_OPTIONS)
+    result = patched(obj, mutation)
+    request = devices_of(result)["requests"][0]
+    assert [a["name"] for a in request["firstAvailable"]] == names
+    assert devices_of(result)["config"][0]["requests"] == [f"gpu/{n}" for n in names]
+    assert validate_object(result).valid
