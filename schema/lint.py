@@ -1,8 +1,8 @@
 """Lint: each document through the rule set, its findings placed in the user's own file.
 
 `check_chunk` is pure (a chunk in, results out) so that `run` can spread documents over
-processes. Positions are computed only for documents that have findings: composing a
-node tree costs about as much as parsing, and most documents in a repository are valid.
+processes. YAML positions come from the parse itself (`sources.parse`); a JSON
+document is read again for positions only when it has findings.
 
 Where a finding points (`contract.md` §3): rule paths are those of the internal shape,
 so for v1beta1 input `requests[i].exactly.X` is looked up as the flat `requests[i].X`
@@ -23,8 +23,9 @@ from draguard.schema.errors import FieldError
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath, Segment
 from draguard.schema.report import DocumentResult, Finding, LintWarning
-from draguard.schema.sources import Chunk, SyntaxProblem, compose, load, locate
+from draguard.schema.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
 from draguard.schema.validate import Verdict, validate_object
+from draguard.schema.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
@@ -33,17 +34,17 @@ _BATCH = 64
 
 
 class _Located:
-    """Lazily composes a chunk's node tree once and places paths in it."""
+    """Places paths in a chunk; JSON positions are read only when first needed."""
 
-    def __init__(self, chunk: Chunk) -> None:
+    def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
-        self._root: Any = None
-        self._composed = False
+        self._root: Positions | None = parsed.positions
+        self._pending = parsed.positions is None and chunk.format == "json"
 
     def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
-        if not self._composed:
-            self._root = compose(self.chunk)
-            self._composed = True
+        if self._pending:
+            self._root = positions(self.chunk)
+            self._pending = False
         position = locate(self.chunk, self._root, candidates)
         return position.line, position.column
 
@@ -52,12 +53,13 @@ def check_chunk(
     chunk: Chunk, *, options: Options, validate: Validator = validate_object
 ) -> list[DocumentResult]:
     """Every object of one document (one, or the items of a list), checked and located."""
-    value = load(chunk)
-    if isinstance(value, SyntaxProblem):
-        return [_broken(chunk, value)]
+    parsed = parse(chunk)
+    if isinstance(parsed, SyntaxProblem):
+        return [_broken(chunk, parsed)]
+    value = parsed.value
     if value is None:  # `---` followed by nothing but `null` or `~`
         return []
-    located = _Located(chunk)
+    located = _Located(chunk, parsed)
     items = _list_items(value)
     if items is None:
         return [_check_object(located, value, (), None, options, validate)]

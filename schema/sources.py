@@ -9,8 +9,8 @@ Numbering: `Chunk.index` is the 0-based position of a document among the file's
 non-empty documents (a piece with nothing but comments, blank lines, markers or
 directives is not a document, as kubectl skips it).
 
-Speed: documents are parsed with libyaml (`CSafeLoader`); node positions are composed
-only on request (`locate`), which lint does only for documents that have findings.
+Speed: YAML documents are parsed with libyaml, its events going straight into values
+and node positions in one pass (`yamlevents`); JSON with the C `json` module.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Literal
 
 import yaml
 from draguard.schema.paths import Segment
-from draguard.schema.yamlevents import load_text
+from draguard.schema.yamlevents import Positions, load_with_positions
 
 Format = Literal["yaml", "json"]
 
@@ -207,12 +207,25 @@ def _skip_space(text: str, pos: int) -> int:
 _PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
 
 
-def load(chunk: Chunk) -> Any | SyntaxProblem:
-    """The document's value, or where and why it does not parse; never raises."""
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A document's value and, for YAML, where its nodes start (see `yamlevents.Positions`)."""
+
+    value: Any
+    positions: Positions | None
+
+
+def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
+    """The document's value (and positions), or where and why it does not parse; never raises.
+
+    YAML positions are recorded in the same pass as the value (most documents get a
+    warning or an error, so a second pass for positions would cost more); JSON is
+    decoded by the C `json` module and located only on request (`positions`).
+    """
     try:
         if chunk.format == "json":
-            return json.loads(chunk.text)
-        return load_text(chunk.text)
+            return Parsed(json.loads(chunk.text), None)
+        return Parsed(*load_with_positions(chunk.text))
     except json.JSONDecodeError as exc:
         return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
     except yaml.MarkedYAMLError as exc:
@@ -227,6 +240,12 @@ def load(chunk: Chunk) -> Any | SyntaxProblem:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         kind = "JSON" if chunk.format == "json" else "YAML"
         return _problem(chunk, f"cannot parse {kind}: {reason}", 0, 0)
+
+
+def load(chunk: Chunk) -> Any | SyntaxProblem:
+    """The document's value, or where and why it does not parse; never raises."""
+    parsed = parse(chunk)
+    return parsed.value if isinstance(parsed, Parsed) else parsed
 
 
 def _end(chunk: Chunk) -> int:
@@ -247,18 +266,18 @@ def _problem(chunk: Chunk, detail: str, line: int, column: int) -> SyntaxProblem
 
 # --- positions -------------------------------------------------------------------------
 
-def compose(chunk: Chunk) -> yaml.Node | None:
-    """The chunk's node tree (with marks), or None when it does not compose."""
+def positions(chunk: Chunk) -> Positions | None:
+    """Where the nodes of a document start, read again as YAML (for JSON; None if it fails)."""
     # Pad the first line so that columns of a JSON value that starts mid-line are right.
     text = " " * chunk.column + chunk.text if chunk.column else chunk.text
     try:
-        return yaml.compose(text, Loader=yaml.CSafeLoader)
+        return load_with_positions(text)[1]
     except _PARSE_ERRORS:
         return None
 
 
 def locate(
-    chunk: Chunk, root: yaml.Node | None, candidates: Sequence[Sequence[Segment]]
+    chunk: Chunk, root: Positions | None, candidates: Sequence[Sequence[Segment]]
 ) -> Position:
     """Where the first candidate path that exists starts; else the deepest existing parent.
 
@@ -267,41 +286,37 @@ def locate(
     """
     if root is None:
         return Position(chunk.line + 1, chunk.column + 1, exact=False)
-    best: tuple[int, yaml.Mark] | None = None
+    best: tuple[int, Any] | None = None
     for parts in candidates:
         depth, mark = _walk(root, parts)
         if depth == len(parts):
             return _position(chunk, mark, exact=True)
         if best is None or depth > best[0]:
             best = (depth, mark)
-    mark = best[1] if best is not None else root.start_mark
+    mark = best[1] if best is not None else _mark_of(root)
     return _position(chunk, mark, exact=False)
 
 
-def _walk(root: yaml.Node, parts: Sequence[Segment]) -> tuple[int, yaml.Mark]:
-    node, mark = root, root.start_mark
+def _mark_of(node: Positions) -> Any:
+    return node[0] if type(node) is tuple else node
+
+
+def _walk(root: Positions, parts: Sequence[Segment]) -> tuple[int, Any]:
+    node, mark = root, _mark_of(root)
     for depth, part in enumerate(parts):
-        step = _step(node, part)
-        if step is None:
-            return depth, mark
-        node, mark = step
+        children = node[1] if type(node) is tuple else None
+        if isinstance(part, int):
+            if type(children) is not list or not 0 <= part < len(children):
+                return depth, mark
+            node = children[part]
+            mark = _mark_of(node)
+        else:
+            if type(children) is not dict or part not in children:
+                return depth, mark
+            mark, node = children[part]
     return len(parts), mark
 
 
-def _step(node: yaml.Node, part: Segment) -> tuple[yaml.Node, yaml.Mark] | None:
-    if isinstance(part, int):
-        if isinstance(node, yaml.SequenceNode) and 0 <= part < len(node.value):
-            item: yaml.Node = node.value[part]
-            return item, item.start_mark
-        return None
-    if isinstance(node, yaml.MappingNode):
-        # The last of repeated keys wins, as it does when the document is loaded.
-        for key, value in reversed(node.value):
-            if isinstance(key, yaml.ScalarNode) and key.value == part:
-                return value, key.start_mark
-    return None
-
-
-def _position(chunk: Chunk, mark: yaml.Mark, *, exact: bool) -> Position:
+def _position(chunk: Chunk, mark: Any, *, exact: bool) -> Position:
     # Marks are 0-based and count from the chunk's start (the padded first line included).
     return Position(chunk.line + mark.line + 1, mark.column + 1, exact)

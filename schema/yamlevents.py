@@ -55,6 +55,10 @@ def _timestamp_as_text(loader: TextLoader, node: yaml.Node) -> Any:
 TextLoader.add_constructor(TIMESTAMP, _timestamp_as_text)
 
 _IMPLICIT = TextLoader.yaml_implicit_resolvers
+
+Positions = Any
+"""Where a node starts: a scalar's libyaml `Mark`; a collection's `(Mark, children)`, with
+children `{key: (key Mark, Positions)}` for a mapping and `[Positions, …]` for a list."""
 _BOOLS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
@@ -65,10 +69,15 @@ class _Fallback(Exception):
 
 def load_text(text: str) -> Any:
     """The value of a single-document YAML text, as `yaml.load(text, TextLoader)` gives it."""
+    return load_with_positions(text)[0]
+
+
+def load_with_positions(text: str) -> tuple[Any, Positions | None]:
+    """The value and where each of its nodes starts (None when PyYAML had to build it)."""
     try:
         return _build(text)
     except _Fallback:
-        return _as_json(yaml.load(text, Loader=TextLoader))
+        return _as_json(yaml.load(text, Loader=TextLoader)), None
 
 
 def _as_json(value: Any) -> Any:
@@ -94,33 +103,38 @@ def _json_key(key: Any) -> str:
     raise ComposerError(None, None, detail, None)
 
 
-def _build(text: str) -> Any:
+def _build(text: str) -> tuple[Any, Positions]:
     # The bare C parser: events need neither a resolver nor a constructor set up.
     return _build_from(CParser(text).get_event)
 
 
-def _build_from(get_event: Callable[[], Any]) -> Any:
-    # The innermost open collection is kept in locals (`container`, its pending `key`
-    # when it is a mapping); its parents wait on `stack`. This loop runs once per event,
-    # so it avoids calls and attribute lookups where it can.
-    stack: list[tuple[Any, Any]] = []
-    anchors: dict[str, Any] = {}
+def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
+    # The innermost open collection is kept in locals: `container`, its pending `key`
+    # when it is a mapping, and the same for positions (`children`, `key_mark`, and
+    # `mark` where the collection starts); its parents wait on `stack`. This loop runs
+    # once per event, so it avoids calls and attribute lookups where it can.
+    stack: list[tuple[Any, Any, Any, Any, Any]] = []
+    anchors: dict[str, tuple[Any, Positions]] = {}
     open_ids: set[int] = set()  # anchored collections still open: an alias to one is a cycle
     container: Any = None
+    children: Any = None
     key: Any = _NO_KEY
+    key_mark: Any = None
+    mark: Any = None
     in_map = False
     root: Any = None
+    root_pos: Positions = None
     documents = 0
     while True:
         event = get_event()
         cls = event.__class__
         if cls is ScalarEvent:
             if in_map and key is _NO_KEY:
-                key = event.value
+                key, key_mark = event.value, event.start_mark
                 if event.tag is not None or key == "<<" or event.anchor is not None:
                     key = _key(event, anchors)
                 continue
-            value = event.value
+            value, pos = event.value, event.start_mark
             # Fast path: an untagged plain scalar that no implicit type can start with.
             if event.tag is not None or event.anchor is not None or (
                 event.implicit[0] and value[:1] in _IMPLICIT
@@ -131,26 +145,26 @@ def _build_from(get_event: Callable[[], Any]) -> Any:
                 raise ComposerError(None, None, "mapping keys must be scalars", event.start_mark)
             is_map = cls is MappingStartEvent
             _check_tag(event.tag, _MAP if is_map else _SEQ)
-            new: Any = {} if is_map else []
+            stack.append((container, key, children, key_mark, mark))
+            container, children = ({}, {}) if is_map else ([], [])
+            key, key_mark, mark, in_map = _NO_KEY, None, event.start_mark, is_map
             if event.anchor is not None:
-                anchors[event.anchor] = new
-                open_ids.add(id(new))
-            stack.append((container, key))
-            container, key, in_map = new, _NO_KEY, is_map
+                anchors[event.anchor] = (container, (mark, children))
+                open_ids.add(id(container))
             continue
         elif cls is MappingEndEvent or cls is SequenceEndEvent:
-            value = container
+            value, pos = container, (mark, children)
             if open_ids:
                 open_ids.discard(id(value))
-            container, key = stack.pop()
+            container, key, children, key_mark, mark = stack.pop()
             in_map = type(container) is dict
         elif cls is AliasEvent:
-            value = _alias(event, anchors, open_ids)
+            value, pos = _alias(event, anchors, open_ids)
             if in_map and key is _NO_KEY:
-                key = _alias_key(event, value)
+                key, key_mark = _alias_key(event, value), event.start_mark
                 continue
         elif cls is StreamEndEvent:
-            return root
+            return root, root_pos
         else:  # document start and end
             if cls is DocumentStartEvent:
                 documents += 1
@@ -158,12 +172,14 @@ def _build_from(get_event: Callable[[], Any]) -> Any:
                     raise _Fallback  # PyYAML says "expected a single document"
             continue
         if container is None:
-            root = value
+            root, root_pos = value, pos
         elif in_map:
             container[key] = value
+            children[key] = (key_mark, pos)
             key = _NO_KEY
         else:
             container.append(value)
+            children.append(pos)
 
 
 def _alias_key(event: Any, value: Any) -> str:
@@ -184,18 +200,21 @@ def _check_tag(tag: str | None, default: str) -> None:
         raise _Fallback
 
 
-def _alias(event: Any, anchors: dict[str, Any], open_ids: set[int]) -> Any:
+def _alias(
+    event: Any, anchors: dict[str, tuple[Any, Positions]], open_ids: set[int]
+) -> tuple[Any, Positions]:
+    """The anchored value, and its positions (a scalar alias is placed where it is used)."""
     if event.anchor not in anchors:
         raise ComposerError(None, None, f"found undefined alias {event.anchor!r}",
                             event.start_mark)
-    value = anchors[event.anchor]
+    value, pos = anchors[event.anchor]
     if id(value) in open_ids:
         raise ComposerError(None, None, f"found recursive alias {event.anchor!r}",
                             event.start_mark)
-    return value
+    return value, ((event.start_mark, pos[1]) if type(pos) is tuple else event.start_mark)
 
 
-def _key(event: Any, anchors: dict[str, Any]) -> str:
+def _key(event: Any, anchors: dict[str, tuple[Any, Positions]]) -> str:
     """A mapping key: the scalar as written (JSON keys are strings); `<<` merges fall back."""
     value: str = event.value
     if value == "<<" and event.implicit[0] and _resolve(value) == MERGE:
@@ -203,14 +222,14 @@ def _key(event: Any, anchors: dict[str, Any]) -> str:
     if event.tag not in (None, "!", STR, INT, FLOAT, BOOL, NULL):
         raise _Fallback
     if event.anchor is not None:
-        anchors[event.anchor] = value
+        anchors[event.anchor] = (value, event.start_mark)
     return value
 
 
-def _scalar(event: Any, anchors: dict[str, Any]) -> Any:
+def _scalar(event: Any, anchors: dict[str, tuple[Any, Positions]]) -> Any:
     value = _scalar_value(event)
     if event.anchor is not None:
-        anchors[event.anchor] = value
+        anchors[event.anchor] = (value, event.start_mark)
     return value
 
 

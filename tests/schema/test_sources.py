@@ -9,14 +9,16 @@ import pytest
 from draguard.schema.sources import (
     STDIN_NAME,
     Chunk,
+    Parsed,
     Position,
     Source,
     SyntaxProblem,
     Unreadable,
-    compose,
     expand_paths,
     load,
     locate,
+    parse,
+    positions,
     read_source,
     split_documents,
 )
@@ -181,13 +183,13 @@ def test_locate(path: tuple[str | int, ...], expected: Position) -> None:
     """A path is found at its key (map) or item (list), else at its deepest existing parent."""
     chunk = _yaml("x: 1\n---\n" + CLAIM)[1]
     shifted = Position(expected.line + 2, expected.column, expected.exact)
-    assert locate(chunk, compose(chunk), [path]) == shifted
+    assert locate(chunk, positions(chunk), [path]) == shifted
 
 
 def test_locate_prefers_the_first_complete_candidate() -> None:
     """Of several candidate paths, the first that exists wins; else the deepest partial one."""
     chunk = _yaml(CLAIM)[0]
-    root = compose(chunk)
+    root = positions(chunk)
     missing = ("spec", "nope")
     assert locate(chunk, root, [missing, ("kind",)]) == Position(3, 1)
     assert locate(chunk, root, [missing, ("spec", "devices", "x")]) == Position(5, 3, exact=False)
@@ -197,7 +199,7 @@ def test_locate_in_json_value_that_starts_mid_line() -> None:
     """Columns in a JSON value that does not start a line are counted from the line start."""
     chunks = split_documents(Source("f.json", '{"a": 1} {"b": {"c": [1, 2]}}', "json"))
     chunk = chunks[1]
-    assert locate(chunk, compose(chunk), [("b", "c", 1)]) == Position(1, 26)
+    assert locate(chunk, positions(chunk), [("b", "c", 1)]) == Position(1, 26)
 
 
 # --- inputs ------------------------------------------------------------------------
@@ -229,3 +231,22 @@ def test_unreadable_inputs(tmp_path: Path, content: bytes | None, reason: str) -
     result = read_source(str(path))
     assert isinstance(result, Unreadable)
     assert result.name == str(path) and reason in result.reason
+
+
+def test_yaml_positions_come_with_the_value() -> None:
+    """Parsing YAML records node positions in the same pass; an alias item sits where it is used."""
+    chunk = _yaml("a: &x {b: 1}\nlist:\n- *x\n- {c: 2}\n")[0]
+    parsed = parse(chunk)
+    assert isinstance(parsed, Parsed)
+    assert parsed.value == {"a": {"b": 1}, "list": [{"b": 1}, {"c": 2}]}
+    assert locate(chunk, parsed.positions, [("list", 0)]) == Position(3, 3)
+    assert locate(chunk, parsed.positions, [("list", 0, "b")]) == Position(1, 8)
+    assert locate(chunk, parsed.positions, [("list", 1, "c")]) == Position(4, 4)
+
+
+def test_json_positions_are_read_on_request() -> None:
+    """JSON is decoded without positions; `positions` reads them when a finding needs one."""
+    chunk = split_documents(Source("f.json", '{"a": {"b": [1, 2]}}', "json"))[0]
+    parsed = parse(chunk)
+    assert isinstance(parsed, Parsed) and parsed.positions is None
+    assert locate(chunk, positions(chunk), [("a", "b", 1)]) == Position(1, 17)
