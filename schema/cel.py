@@ -82,7 +82,7 @@ def cache_info() -> functools._CacheInfo:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _analyse(expression: str, consumable_capacity: bool) -> SelectorVerdict:
-    if nesting_depth(expression) > RECURSION_LIMIT:
+    if nesting_depth(expression, limit=RECURSION_LIMIT) > RECURSION_LIMIT:
         # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
         text = render_issues(expression, [Issue(-1, -1, recursion_message())])
         return SelectorVerdict("invalid", "compilation failed: " + text)

@@ -67,8 +67,19 @@ class _Tracker:
         self.deepest = max(self.deepest, *self.totals.values())
 
 
-def nesting_depth(expression: str) -> int:
-    """The estimated deepest count of open contexts of one grammar rule."""
+_COUNTED = "([{.+-*/%<>=!"
+
+
+def nesting_depth(expression: str, *, limit: int | None = None) -> int:
+    """The estimated deepest count of open contexts of one grammar rule.
+
+    With `limit`, a cheap upper bound (every counted token adds at most one) answers
+    first, and the scan only runs when the bound exceeds the limit.
+    """
+    if limit is not None:
+        bound = 1 + sum(map(expression.count, _COUNTED)) + expression.count("in")
+        if bound <= limit:
+            return bound
     tracker = _Tracker()
     operand = False  # the previous token ended an operand (so `-`/`[` are binary/index)
     i, n = 0, len(expression)

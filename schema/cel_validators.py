@@ -34,16 +34,15 @@ class LiteralIssue:
 
 def validate(ast: CheckedAst) -> list[LiteralIssue]:
     """All validator findings, in cel-go's validator order."""
-    issues: list[LiteralIssue] = []
-    positions = ast.positions
-    for function, check in _LITERAL_CHECKS:
-        for call, literal in _literal_calls(ast.root, function):
-            if not check(literal):
-                issues.append(LiteralIssue(positions.get(call.args[0].id),
-                                           f"invalid {function} argument"))
-    for node, message in _homogeneity(ast):
-        issues.append(LiteralIssue(positions.get(node.id), message))
-    return issues
+    found: list[tuple[Node, str]] = []
+    for call, literal in _literal_calls(ast.root):
+        if not _LITERAL_CHECKS[call.name](literal):
+            found.append((call.args[0], f"invalid {call.name} argument"))
+    found.extend(_homogeneity(ast))
+    if not found:
+        return []
+    positions = ast.positions  # decoded only when there is something to place
+    return [LiteralIssue(positions.get(node.id), message) for node, message in found]
 
 
 # --- duration, timestamp and regex literals ------------------------------------------------
@@ -55,10 +54,10 @@ def _walk(node: Node) -> Iterator[Node]:
         yield from _walk(child)
 
 
-def _literal_calls(root: Node, function: str) -> Iterator[tuple[Node, str]]:
-    """Calls of `function` whose first argument is a string constant (cel-go: argNum 0)."""
+def _literal_calls(root: Node) -> Iterator[tuple[Node, str]]:
+    """Checked calls whose first argument is a string constant (cel-go: argNum 0)."""
     for node in _walk(root):
-        if node.kind == "call" and node.name == function and node.args:
+        if node.kind == "call" and node.name in _LITERAL_CHECKS and node.args:
             first = node.args[0]
             if first.kind == "const" and isinstance(first.const, str):
                 yield node, first.const
@@ -115,11 +114,11 @@ def valid_regex(pattern: str) -> bool:
     return True
 
 
-_LITERAL_CHECKS: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    ("duration", valid_duration),
-    ("timestamp", valid_timestamp),
-    ("matches", valid_regex),
-)
+_LITERAL_CHECKS: dict[str, Callable[[str], bool]] = {
+    "duration": valid_duration,
+    "timestamp": valid_timestamp,
+    "matches": valid_regex,
+}
 
 
 # --- homogeneous aggregate literals -------------------------------------------------------

@@ -17,6 +17,8 @@ from draguard.schema.cel import (
 from draguard.schema.errors import ErrorType
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import RELEASES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")
@@ -273,6 +275,15 @@ NESTING = [
 def test_nesting_depth(expression: str, depth: int) -> None:
     """Open grammar contexts are estimated from brackets and left-recursive chains."""
     assert nesting_depth(expression) == depth
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="()[]{}.+-*/<=!&|?:, ab1'\"\\\n", max_size=600),
+       st.integers(min_value=1, max_value=300))
+def test_bounded_depth_agrees_with_the_scan_about_the_limit(expression: str, limit: int) -> None:
+    """The cheap bound never hides an expression that the full scan puts over the limit."""
+    exact = nesting_depth(expression)
+    assert (nesting_depth(expression, limit=limit) > limit) == (exact > limit)
 
 
 def test_nesting_between_the_two_parsers_limits_is_not_reported() -> None:
