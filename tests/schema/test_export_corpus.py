@@ -8,20 +8,21 @@ byte sizes, the admin-access namespace check and the kubectl-filled namespace.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 from draguard.schema.export import Variant, build_schema
 from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
 from draguard.schema.shapes import identify
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
-EXPECTED = CASES / "expected.yaml"
 
 # (type, field pattern) of findings that no JSON Schema can express (§3.3 rules named).
 LEFT_TO_RULES = (
@@ -35,31 +36,33 @@ LEFT_TO_RULES = (
 )
 
 
-def _left_to_rules(finding: list[str]) -> bool:
-    kind, field = finding[0], finding[1]
-    return any(kind == k and re.fullmatch(p, field) for k, p in LEFT_TO_RULES)
+def _left_to_rules(finding: Any) -> bool:
+    return any(
+        finding.type == kind and re.fullmatch(pattern, finding.field)
+        for kind, pattern in LEFT_TO_RULES
+    )
 
 
-def _corpus() -> list[Any]:
-    if not EXPECTED.exists():
-        return [
-            pytest.param(
-                None,
-                None,
-                id="corpus-absent",
-                marks=pytest.mark.skip(reason="tests/cases/expected.yaml is not written yet"),
-            )
-        ]
-    expected = yaml.safe_load(EXPECTED.read_text(encoding="utf-8"))
-    params = []
-    for file_name, entries in expected.items():
-        docs = list(yaml.safe_load_all((CASES / file_name).read_text(encoding="utf-8")))
-        for index, (doc, entry) in enumerate(zip(docs, entries, strict=True)):
-            params.append(pytest.param(doc, entry, id=f"{file_name}:{index}"))
-    return params
+def _load_corpus() -> ModuleType | None:
+    """The shared corpus loader `tests/cases/corpus.py`, or None while it is absent."""
+    path = CASES / "corpus.py"
+    if not path.exists() or not (CASES / "expected.yaml").exists():
+        return None
+    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-CORPUS = _corpus()
+corpus = _load_corpus()
+ABSENT = pytest.mark.skip(reason="tests/cases (corpus.py, expected.yaml) is not written yet")
+CORPUS = (
+    [pytest.param(c, id=c.id) for c in corpus.load_cases() if not c.disputed]
+    if corpus is not None
+    else [pytest.param(None, id="corpus-absent", marks=ABSENT)]
+)
 
 
 @cache
@@ -68,40 +71,39 @@ def _validator(kind: str, version: str, parallel: bool, release: str) -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
-def _schema_errors(doc: Any, entry: dict[str, Any]) -> list[str] | None:
+def _schema_errors(case: Any) -> list[str] | None:
     """Messages of the schema for the document's shape, or None when it has none."""
+    doc = case.document
     shape = identify(doc)
-    release = str(entry.get("kubernetes_version", DEFAULT_RELEASE.name))
+    release = case.kubernetes_version or DEFAULT_RELEASE.name
     if shape is None or not RELEASES[release].has_api_version(shape.version):
         return None
     check = _validator(shape.kind, shape.version, shape.parallel, release)
     return [f"{list(e.absolute_path)}: {e.message[:200]}" for e in check.iter_errors(doc)]
 
 
-@pytest.mark.parametrize(("doc", "entry"), CORPUS)
-def test_schema_agrees_with_the_oracle(doc: Any, entry: dict[str, Any]):
+@pytest.mark.parametrize("case", CORPUS)
+def test_schema_agrees_with_the_oracle(case: Any):
     """A valid example passes its schema; an invalid one fails it unless only rules can tell."""
-    errors = _schema_errors(doc, entry)
+    errors = _schema_errors(case)
     if errors is None:
         pytest.skip("no schema for this document's kind/version in its release")
-    if entry["valid"]:
+    if case.valid:
         assert errors == []
         return
-    findings = entry.get("errors") or []
-    if findings and all(_left_to_rules(f) for f in findings):
+    if case.errors and all(_left_to_rules(f) for f in case.errors):
         return  # the schema cannot see these; lint does
-    assert errors, f"schema accepts a document with {findings}"
+    assert errors, f"schema accepts a document with {case.errors}"
 
 
 def test_corpus_is_large_enough_to_mean_something():
-    """The oracle covers many valid examples in every version and both kinds."""
-    if not EXPECTED.exists():
-        pytest.skip("tests/cases/expected.yaml is not written yet")
+    """The oracle covers valid examples of both kinds in every version and shape."""
+    if corpus is None:
+        pytest.skip("tests/cases is not written yet")
     seen = set()
-    for param in CORPUS:
-        doc, entry = param.values
-        shape = identify(doc)
-        if entry["valid"] and shape is not None:
+    for case in corpus.load_cases():
+        shape = identify(case.document)
+        if case.valid and shape is not None:
             seen.add((shape.kind, shape.shape))
-    kinds = {"ResourceClaim", "ResourceClaimTemplate"}
-    assert {(k, s) for k in kinds for s in ("v1", "v1beta2", "v1beta1")} <= seen
+    shapes = ("v1", "v1beta2", "v1beta1", "parallel")
+    assert {(k, s) for k in ("ResourceClaim", "ResourceClaimTemplate") for s in shapes} <= seen

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
-import yaml
 from draguard.schema.export import Variant, build_schema
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
@@ -81,25 +83,32 @@ def ours_rejects(doc: Any, release: str) -> bool:
     return not _validator(shape.kind, shape.version, shape.parallel, release).is_valid(doc)
 
 
+def _load_corpus() -> ModuleType | None:
+    """The shared corpus loader `tests/cases/corpus.py`, or None while it is absent."""
+    path = CASES / "corpus.py"
+    if not path.exists() or not (CASES / "expected.yaml").exists():
+        return None
+    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _corpus() -> list[Any]:
-    expected_file = CASES / "expected.yaml"
-    if not expected_file.exists():
-        return [
-            pytest.param(
-                None, None, id="corpus-absent", marks=pytest.mark.skip(reason="no tests/cases yet")
-            )
-        ]
-    expected = yaml.safe_load(expected_file.read_text(encoding="utf-8"))
+    corpus = _load_corpus()
+    if corpus is None:
+        absent = pytest.mark.skip(reason="tests/cases is not written yet")
+        return [pytest.param(None, None, id="corpus-absent", marks=absent)]
     params = []
-    for name, entries in expected.items():
-        docs = list(yaml.safe_load_all((CASES / name).read_text(encoding="utf-8")))
-        for index, (doc, entry) in enumerate(zip(docs, entries, strict=True)):
-            shape = identify(doc)
-            if shape is None or shape.parallel:
-                continue  # the peer knows upstream shapes only
-            release = str(entry.get("kubernetes_version", DEFAULT_RELEASE.name))
-            if release in PEER_RELEASES and RELEASES[release].has_api_version(shape.version):
-                params.append(pytest.param(doc, release, id=f"{name}:{index}"))
+    for case in corpus.load_cases():
+        shape = identify(case.document)
+        if shape is None or shape.parallel:
+            continue  # the peer knows upstream shapes only
+        release = case.kubernetes_version or DEFAULT_RELEASE.name
+        if release in PEER_RELEASES and RELEASES[release].has_api_version(shape.version):
+            params.append(pytest.param(case.document, release, id=case.id))
     return params
 
 
