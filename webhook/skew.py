@@ -18,14 +18,17 @@ MAX_TOTAL_CHARS = 4096
 
 
 def skew_warnings(obj: Any) -> list[str]:
-    """Warnings for the requests, constraints and config of a claim or template, in order."""
+    """Warnings for the requests, constraints and config of a claim or template, in order.
+
+    Not yet limited: the caller adds other warnings and applies `limit_warnings` once.
+    """
     spec = _claim_spec(obj)
     if spec is None:
         return []
     devices = spec.get("devices")
-    if not isinstance(devices, Mapping):
+    if not isinstance(devices, dict):
         return []
-    return limit_warnings(_device_warnings(devices))
+    return list(_device_warnings(devices))
 
 
 def limit_warnings(warnings: Iterable[str]) -> list[str]:
@@ -33,8 +36,7 @@ def limit_warnings(warnings: Iterable[str]) -> list[str]:
     out: list[str] = []
     total = 0
     for text in warnings:
-        # Warnings travel as HTTP Warning headers, where control characters are not allowed.
-        line = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text)
+        line = text if text.isprintable() else _printable(text)
         if len(line) > MAX_WARNING_CHARS:
             line = line[: MAX_WARNING_CHARS - 1] + "…"
         if total + len(line) > MAX_TOTAL_CHARS:
@@ -44,20 +46,25 @@ def limit_warnings(warnings: Iterable[str]) -> list[str]:
     return out
 
 
+def _printable(text: str) -> str:
+    # Warnings travel as HTTP Warning headers, where control characters are not allowed.
+    return "".join(" " if unicodedata.category(ch)[0] in "CZ" else ch for ch in text)
+
+
 def _claim_spec(obj: Any) -> Mapping[str, Any] | None:
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, dict):
         return None
     spec = obj.get("spec")
-    if obj.get("kind") == "ResourceClaimTemplate" and isinstance(spec, Mapping):
+    if obj.get("kind") == "ResourceClaimTemplate" and isinstance(spec, dict):
         spec = spec.get("spec")
-    return spec if isinstance(spec, Mapping) else None
+    return spec if isinstance(spec, dict) else None
 
 
 def _device_warnings(devices: Mapping[str, Any]) -> Iterator[str]:
     requests = devices.get("requests")
     prioritized: set[str] = set()
     for request in requests if isinstance(requests, list) else []:
-        if not isinstance(request, Mapping):
+        if not isinstance(request, dict):
             continue
         name = _name(request)
         if request.get("firstAvailable"):
@@ -72,9 +79,9 @@ def _device_warnings(devices: Mapping[str, Any]) -> Iterator[str]:
 
 def _exact_warnings(name: str, request: Mapping[str, Any]) -> Iterator[str]:
     exact = request.get("exactly")
-    fields = exact if isinstance(exact, Mapping) else request  # v1beta1 keeps them flat
+    fields = exact if isinstance(exact, dict) else request  # v1beta1 keeps them flat
     listed = request.get("firstAvailable")
-    subs = [s for s in listed if isinstance(s, Mapping)] if isinstance(listed, list) else []
+    subs = [s for s in listed if isinstance(s, dict)] if isinstance(listed, list) else []
     if fields.get("adminAccess") is True:
         # §1.1 DRAAdminAccess: default-on from 1.34; older apiservers drop the field.
         yield f"request {name} uses adminAccess: clusters before 1.34 drop it"
@@ -90,7 +97,7 @@ def _reference_warnings(devices: Mapping[str, Any], prioritized: set[str]) -> It
     for section in ("constraints", "config"):
         entries = devices.get(section)
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
-            refs = entry.get("requests") if isinstance(entry, Mapping) else None
+            refs = entry.get("requests") if isinstance(entry, dict) else None
             for ref in refs if isinstance(refs, list) else []:
                 if isinstance(ref, str) and "/" in ref and ref.split("/", 1)[0] in prioritized:
                     # §1.3: results name `<request>/<subrequest>`; drivers must parse that form.
@@ -98,7 +105,7 @@ def _reference_warnings(devices: Mapping[str, Any], prioritized: set[str]) -> It
                            "1.33 do not understand subrequest results")
         if section == "constraints":
             for i, entry in enumerate(entries if isinstance(entries, list) else []):
-                if isinstance(entry, Mapping) and entry.get("distinctAttribute"):
+                if isinstance(entry, dict) and entry.get("distinctAttribute"):
                     yield (f"constraints[{i}] uses distinctAttribute: clusters before 1.36 "
                            "drop it")
 
