@@ -10,6 +10,7 @@ import pytest
 from draguard.schema.cli.export import main
 from draguard.schema.export import Variant, build_schema, export_schemas, variants
 from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
+from draguard.webhook.main import main as draguard
 
 
 def kubeconform_file_name(kind: str, api_version: str) -> str:
@@ -161,3 +162,9 @@ def test_default_release_is_the_newest():
     """Without options the schemas describe the default (newest) release."""
     schema = build_schema(Variant("ResourceClaim", "v1"))
     assert schema["$id"].split("/")[-2] == DEFAULT_RELEASE.name
+
+
+def test_the_draguard_command_dispatches_to_the_schema_cli(tmp_path: Path):
+    """`draguard schema --out DIR` through the console command's dispatcher writes the files."""
+    assert draguard(["schema", "--out", str(tmp_path), "--no-parallel"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(export_schemas(parallel=False))
