@@ -3,5 +3,5 @@
 `render.render(RenderOptions(...))` gives the objects of `overlays/self-signed` or
 `overlays/cert-manager` for a namespace, image and replica count, the same as
 `kubectl kustomize` (`kustomize` holds the subset of kustomize it needs);
-`cli.main` is `draguard deploy render`. See docs/install.md.
+`cli.main` is `draguard deploy render`. See README.md ("Install in a cluster").
 """

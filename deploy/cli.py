@@ -1,7 +1,7 @@
 """`draguard deploy render`: print the cluster manifests as one multi-document YAML.
 
 For users without kustomize: the output equals `kubectl kustomize` of the chosen
-overlay with the chosen namespace, image and replica count (docs/install.md).
+overlay with the chosen namespace, image and replica count (README.md ("Install in a cluster")).
 Exit codes: 0 rendered, 2 usage.
 """
 

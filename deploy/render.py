@@ -40,7 +40,7 @@ SERVICE = "draguard"
 DEPLOYMENT = "draguard"
 SERVING_CERTIFICATE = "draguard-serving"
 # The label the apiserver sets on every namespace (1.21+): excluding by it needs no
-# label the operator could forget (see docs/install.md).
+# label the operator could forget (see README.md ("Install in a cluster")).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
@@ -138,7 +138,7 @@ def render_yaml(options: RenderOptions | None = None) -> str:
 def wrapper_kustomization(options: RenderOptions, overlay: str) -> dict[str, Any]:
     """A kustomization over `overlay` (a path relative to it) that renders like `render(options)`.
 
-    Documented in docs/install.md for kustomize users who want another namespace;
+    Documented in README.md ("Install in a cluster") for kustomize users who want another namespace;
     the tests build it with `kubectl kustomize` and compare with `render`.
     """
     source = {"kind": "Service", "name": SERVICE, "fieldPath": "metadata.namespace"}

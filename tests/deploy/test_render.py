@@ -264,8 +264,8 @@ def test_kustomizations_beyond_the_subset_are_refused(
 
 @needs_kubectl
 def test_the_documented_wrapper_kustomization_renders_like_the_cli(tmp_path: Path) -> None:
-    """docs/install.md's kustomization for another namespace gives what `deploy render` prints."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "install.md").read_text()
+    """The README's kustomization for another namespace gives what `deploy render` prints."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     (block,) = [b.partition("\n")[2] for b in text.split("```")[1::2]
                 if b.startswith("yaml") and "kind: Kustomization" in b]
     documented = yaml.safe_load(block)
