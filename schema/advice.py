@@ -263,6 +263,10 @@ def check_combinations(
     requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath
 ) -> Iterator[Advice]:
     sizes = [len(_subrequests(r)) for _, r in requests if _subrequests(r)]
+    if len(sizes) > MAX_REFERENCES:
+        # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
+        # product can outgrow what int → str may print (ValueError past 4,300 digits).
+        return
     total = prod(sizes) if sizes else 0
     if len(sizes) > 1 and total > COMBINATIONS_WARN_AT:
         yield Advice(

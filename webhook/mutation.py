@@ -23,6 +23,7 @@ from typing import Any
 import jsonpatch
 from draguard.schema.errors import ErrorType, FieldError
 from draguard.schema.options import Options
+from draguard.schema.rules import REQUESTS_MAX
 from draguard.schema.validate import validate_object
 from draguard.webhook.catalog import expand_requests
 from draguard.webhook.claimspec import locate
@@ -62,7 +63,7 @@ class Applied:
 def apply_policy(obj: Any, policy: Policy) -> Applied:
     """Apply every policy step to a deep copy of `obj`; `obj` itself is never changed."""
     site = locate(obj)
-    if site is None or policy.is_empty:
+    if site is None or policy.is_empty or _over_request_limit(site.devices(obj)):
         return Applied(obj)
     mutated = copy.deepcopy(obj)
     devices = site.devices(mutated)
@@ -78,6 +79,17 @@ def apply_policy(obj: Any, policy: Policy) -> Applied:
         apply_defaults(devices, site=site)
     errors = tuple(forbidden_classes(devices, site=site, limits=policy.limits))
     return Applied(mutated, errors, tuple(warnings), tuple(notes))
+
+
+def _over_request_limit(devices: dict[str, Any] | None) -> bool:
+    """True when the object has more requests than upstream accepts (§3.2, at most 32).
+
+    The apiserver rejects such an object whatever the patch says, and expanding, diffing
+    and re-validating thousands of requests takes seconds of a worker thread (found by
+    tests/hostile): leave it unchanged for the validating webhook to deny.
+    """
+    requests = devices.get("requests") if devices is not None else None
+    return isinstance(requests, list) and len(requests) > REQUESTS_MAX
 
 
 def make_patch(original: Any, mutated: Any) -> list[dict[str, Any]]:
