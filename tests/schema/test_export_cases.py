@@ -924,3 +924,26 @@ def test_format_checks_agree_with_the_rule_set(field, version, value):
     lint_ok = validate_object(doc).valid
     schema_ok = not shape_errors(doc, NEWEST)
     assert schema_ok == lint_ok, (field, value)
+
+
+PARALLEL_MUTATIONS: list[Mutation] = [
+    *(lambda spec, _v, m=m: m(spec) for _id, m, _path in PARALLEL_CASES),
+    *MUTATIONS,
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(KINDS),
+    version=st.sampled_from(ALL),
+    picks=st.lists(st.integers(0, len(PARALLEL_MUTATIONS) - 1), max_size=3),
+)
+def test_parallel_schema_accepts_whatever_the_rule_set_accepts(kind, version, picks):
+    """A parallel document that `validate_object` finds valid passes its `-parallel` schema."""
+    spec = parallel_spec(version)
+    for i in picks:
+        with contextlib.suppress(KeyError, IndexError, TypeError, AttributeError):
+            PARALLEL_MUTATIONS[i](spec, version)
+    doc = document(kind, version, spec)
+    if validate_object(copy.deepcopy(doc)).valid:
+        assert shape_errors(doc, NEWEST) == set()
