@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from draguard.schema import errors
@@ -47,6 +48,12 @@ class _Located:
             self._pending = False
         position = locate(self.chunk, self._root, candidates)
         return position.line, position.column
+
+    def start(self, prefix: tuple[Segment, ...]) -> int:
+        """The line where the object starts (a JSON document's first line, unread)."""
+        if self._pending:
+            return self.chunk.line + 1
+        return self.place([prefix])[0]
 
 
 def check_chunk(
@@ -103,11 +110,12 @@ def _check_object(
     if verdict.skipped:
         return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
                               verdict.name, verdict.namespace, item=item, skipped=True,
-                              skip_reason=verdict.skip_reason, line=chunk.line + 1)
+                              skip_reason=verdict.skip_reason, line=located.start(prefix))
     warnings = verdict.warnings
     if not verdict.errors and not warnings:
         return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
-                              verdict.name, verdict.namespace, item=item, line=chunk.line + 1)
+                              verdict.name, verdict.namespace, item=item,
+                              line=located.start(prefix))
     found = tuple(
         _finding(err, *located.place(candidate_paths(err.path, verdict.shape, prefix)))
         for err in verdict.errors
@@ -117,9 +125,9 @@ def _check_object(
                     *located.place(candidate_paths(w.path, verdict.shape, prefix)))
         for w in warnings
     )
-    line, _ = located.place([prefix])
     return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
-                          verdict.name, verdict.namespace, found, advice, item=item, line=line)
+                          verdict.name, verdict.namespace, found, advice, item=item,
+                          line=located.start(prefix))
 
 
 def candidate_paths(
@@ -212,10 +220,12 @@ def run(
     size = max(8, min(_BATCH, len(chunks) // (jobs * 4)))
     batches = [chunks[k : k + size] for k in range(0, len(chunks), size)]
     # fork: workers inherit the imported rule set (and an injected validator) for free.
+    # An executor rather than a Pool: a worker that dies raises instead of hanging.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with context.Pool(jobs, initializer=_start_worker, initargs=(options, validate)) as pool:
-        for results in pool.imap(_check_batch, batches):
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
+                             initargs=(options, validate)) as pool:
+        for results in pool.map(_check_batch, batches):
             yield from results
 
 

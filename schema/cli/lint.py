@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import BinaryIO, TextIO
 
 from draguard.schema import lint, releases
+from draguard.schema.advice import PROFILES
 from draguard.schema.options import Options
 from draguard.schema.report import REPORTERS, Report, render
 from draguard.schema.sources import Chunk, Unreadable, expand_paths, read_source, split_documents
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--namespace-labels", metavar="K=V,...",
                         help="labels of the objects' namespace; without them the admin-access "
                              "namespace check (upstream-rules.md §3.7) is skipped")
+    parser.add_argument("--profile", action="append", default=[], choices=PROFILES,
+                        help="also the refusals and notes of this consumer (repeatable)")
     parser.add_argument("-j", "--jobs", type=int, default=1,
                         help="processes to use (0: one per core)")
     parser.add_argument("--fail-on-warning", action="store_true",
@@ -76,7 +79,8 @@ def build_options(args: argparse.Namespace) -> Options:
         raise _UsageError(str(exc)) from None
     return Options(release=release, namespace_labels=parse_labels(args.namespace_labels),
                    default_namespace=args.namespace,
-                   kubernetes_patch=parse_patch(args.kubernetes_version))
+                   kubernetes_patch=parse_patch(args.kubernetes_version),
+                   profiles=frozenset(args.profile))
 
 
 def parse_patch(version: str) -> int | None:

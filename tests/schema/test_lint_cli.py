@@ -185,10 +185,12 @@ def test_options_reach_the_rule_set(tmp_path: Path) -> None:
 
     path = _write(tmp_path, "a.yaml", GOOD)
     code, _, _ = _run(["--kubernetes-version", "1.34.3", "--namespace", "ns",
-                       "--namespace-labels", "a=b, c=", path], validate=spy)
+                       "--namespace-labels", "a=b, c=", "--profile", "kueue", path],
+                      validate=spy)
     assert code == 0
     assert seen == [Options(release=release("1.34"), namespace_labels={"a": "b", "c": ""},
-                            default_namespace="ns", kubernetes_patch=3)]
+                            default_namespace="ns", kubernetes_patch=3,
+                            profiles=frozenset({"kueue"}))]
 
 
 @pytest.mark.parametrize(
@@ -199,6 +201,7 @@ def test_options_reach_the_rule_set(tmp_path: Path) -> None:
         pytest.param(["--kubernetes-version", "1.20", "a"], "unsupported", id="old-version"),
         pytest.param(["--namespace-labels", "novalue", "a"], "KEY=VALUE", id="bad-labels"),
         pytest.param(["--jobs", "two", "a"], "invalid int", id="bad-jobs"),
+        pytest.param(["--profile", "volcano", "a"], "invalid choice", id="unknown-profile"),
         pytest.param(["--bogus", "a"], "unrecognized", id="unknown-option"),
     ],
 )
