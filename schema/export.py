@@ -389,14 +389,21 @@ OBJECT_RULES: dict[str, Callable[[Context], list[Schema]]] = {
 def _nullable(schema: Schema) -> Schema:
     """An optional field may be null: the decoder treats it as absent."""
     result = dict(schema)
+    if "const" in result:
+        result["enum"] = [result.pop("const")]
     if "enum" in result:
         result["enum"] = [*result["enum"], None]
+    if "anyOf" in result:
+        result["anyOf"] = [*result["anyOf"], {"type": "null"}]
     if "type" in result:
         kinds = result["type"] if isinstance(result["type"], list) else [result["type"]]
         result["type"] = [*kinds, "null"]
-    elif "anyOf" in result:
-        result["anyOf"] = [*result["anyOf"], {"type": "null"}]
     return result
+
+
+def _is_raw(node: shapes.Node) -> bool:
+    """A RawExtension (opaque parameters): JSON null is kept, so it is not "absent"."""
+    return isinstance(node, shapes.Scalar) and node.kind == "raw"
 
 
 def _scalar(node: shapes.Scalar) -> Schema:
@@ -440,7 +447,7 @@ def _object(node: shapes.Obj, ctx: Context, owner: tuple[str, str] | None) -> Sc
         schema = _field(child, rule, child_ctx, (node.type_name, name))
         if rule.required and ctx.checked:
             required.append(name)
-        elif child is not shapes.RAW:
+        elif not _is_raw(child):
             schema = _nullable(schema)
         properties[name] = schema
     schema = {"type": "object", "properties": properties}
@@ -477,7 +484,7 @@ def _field(node: shapes.Node, rule: Rule, ctx: Context, owner: tuple[str, str]) 
             schema["propertyNames"] = rule.keys()
         return schema
     if rule.value is not None:
-        if node is shapes.RAW:
+        if _is_raw(node):
             return rule.value(ctx.release)
         schema = {**schema, **rule.value(ctx.release)}
     return schema

@@ -276,6 +276,14 @@ SPEC_CASES: list[Case] = [
     ("v1beta1-empty-class-next-to-firstAvailable", ("v1beta1",), on_gpu(deviceClassName=""), None),
     ("v1beta1-null-selectors-next-to-firstAvailable", ("v1beta1",), on_gpu(selectors=None), None),
     ("v1beta1-zero-count-next-to-firstAvailable", ("v1beta1",), on_gpu(count=0), None),
+    ("v1beta1-null-class-next-to-firstAvailable", ("v1beta1",), on_gpu(deviceClassName=None), None),
+    ("null-toleration-key", ALL, on_exact(tolerations=[{"key": None, "operator": "Exists"}]), None),
+    (
+        "null-match-with-distinct",
+        ALL,
+        on_constraint(1, matchAttribute=None),
+        None,
+    ),
     (
         "v1beta1-flat-count-without-class",
         ("v1beta1",),
@@ -777,6 +785,21 @@ RELEASE_CASES = [
         "devices.requests[1].exactly.tolerations[0].effect",
     ),
     ("1.38-v1beta2-still-there", "1.38", "v1beta2", lambda s, v: None, None),
+    ("1.36-null-match-with-distinct", "1.36", "v1", on_constraint(1, matchAttribute=None), None),
+    (
+        "1.36-three-part-attribute-unchecked",
+        "1.36",
+        "v1",
+        on_constraint(0, matchAttribute="a/b/c"),
+        None,
+    ),
+    (
+        "1.37-three-part-attribute-rejected",
+        "1.37",
+        "v1",
+        on_constraint(0, matchAttribute="a/b/c"),
+        "devices.constraints[0].matchAttribute",
+    ),
 ]
 
 
@@ -955,3 +978,41 @@ def test_parallel_schema_accepts_whatever_the_rule_set_accepts(kind, version, pi
     doc = document(kind, version, spec)
     if validate_object(copy.deepcopy(doc)).valid:
         assert shape_errors(doc, NEWEST) == set()
+
+
+def _key_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path that ends in a mapping key, below apiVersion/kind."""
+    paths: list[tuple[Any, ...]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if prefix or key not in ("apiVersion", "kind"):
+                paths.append((*prefix, key))
+            paths.extend(_key_paths(value, (*prefix, key)))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            paths.extend(_key_paths(value, (*prefix, i)))
+    return paths
+
+
+@pytest.mark.parametrize("action", ["null", "remove"])
+@pytest.mark.parametrize("parallel", [False, True], ids=["nested", "parallel"])
+@pytest.mark.parametrize("version", ALL)
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_field_set_to_null_or_removed_is_judged_as_lint_does(kind, version, parallel, action):
+    """Nulling or dropping any one field: whenever lint still accepts, so does the schema."""
+    spec = parallel_spec(version) if parallel else baseline_spec(version)
+    base = document(kind, version, spec)
+    checked = 0
+    for path in _key_paths(base):
+        doc = copy.deepcopy(base)
+        parent = doc
+        for step in path[:-1]:
+            parent = parent[step]
+        if action == "null":
+            parent[path[-1]] = None
+        else:
+            del parent[path[-1]]
+        if validate_object(copy.deepcopy(doc)).valid:
+            checked += 1
+            assert shape_errors(doc, NEWEST) == set(), path
+    assert checked > 10  # most fields are optional: the loop really compared something
