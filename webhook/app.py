@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,11 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     app = Flask("draguard.webhook", root_path=here, instance_path=here)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    rules = rules or RuleSet(release=config.release, mutator=load_mutator(config))
+    metrics = Metrics()
+    rules = rules or RuleSet(release=config.release, mutator=load_mutator(
+        config, on_failure=metrics.policy_failures.inc))
     cache = cache_for(config.cert_file, config.key_file) if tls else None
-    state = WebhookState(config=config, rules=rules, metrics=Metrics(), tls=cache)
+    state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache)
     state.warm_error = warm(rules)
     if cache is not None:
         try:
@@ -105,18 +108,23 @@ def warm(rules: RuleSet) -> str | None:
     return None
 
 
-def load_mutator(config: Config) -> Mutator | None:
+def load_mutator(config: Config, *,
+                 on_failure: Callable[[], None] | None = None) -> Mutator | None:
     """The policy-driven mutator (`draguard.webhook.mutation`), or None without `--policy`.
 
     None makes `/mutate` allow everything with an empty patch (issue 4 §3: no policy →
-    an empty patch). The store re-reads the file when it changes (ConfigMap updates).
+    an empty patch). The store re-reads the file when it changes (ConfigMap updates);
+    `on_failure` runs once per distinct refused file (the policy-failure metric).
     """
     if config.policy is None:
         return None
     from draguard.webhook.mutation import Mutation, mutate
     from draguard.webhook.policy import PolicyStore
 
-    store = PolicyStore(config.policy)
+    store = PolicyStore(config.policy, on_failure=on_failure)
+    # Load now, at worker start: a worker that first reads the file after it broke has
+    # no last good policy to keep (found by tests/hostile/test_faults.py).
+    store.current()
 
     def apply(obj: dict[str, Any], options: Options) -> Mutation:
         return mutate(obj, policy=store.current(), options=options)

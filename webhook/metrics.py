@@ -51,6 +51,10 @@ class Metrics:
         self.latency = Histogram(
             "draguard_admission_duration_seconds", "Time from request to response in the app.",
             ("endpoint", "decision"), buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.policy_failures = Counter(
+            "draguard_policy_load_failures",
+            "Policy files refused (unreadable or invalid); the last good policy stays in force.",
+            registry=self.registry)
 
     def observe(self, *, endpoint: str, kind: str = "", version: str = "", operation: str = "",
                 decision: str, seconds: float, findings: int = 0) -> None:

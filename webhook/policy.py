@@ -242,8 +242,10 @@ class PolicyStore:
     def __init__(
         self, path: str | os.PathLike[str] | None, *, check_interval: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        on_failure: Callable[[], None] | None = None,
     ) -> None:
         self._path = os.fspath(path) if path is not None else None
+        self._on_failure = on_failure  # e.g. a metric's inc(): once per distinct failure
         self._interval = check_interval
         self._clock = clock
         self._lock = threading.Lock()
@@ -314,6 +316,8 @@ class PolicyStore:
         if message != self._error:
             self._failures += 1
             log.error("policy not loaded, keeping generation %d: %s", self._generation, message)
+            if self._on_failure is not None:
+                self._on_failure()
         self._error = message
 
 
