@@ -17,21 +17,25 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from draguard.schema import errors
+from draguard.schema.advice import Version, ignored_codes
 from draguard.schema.errors import FieldError
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath, Segment
 from draguard.schema.report import DocumentResult, Finding, LintWarning
 from draguard.schema.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
 from draguard.schema.validate import Verdict, validate_object
+from draguard.schema.workloads import POD_SPEC_PATHS, check_workload, index_claims
 from draguard.schema.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
 _BATCH = 64
+DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
 class _Located:
@@ -211,8 +215,16 @@ def _json_type(value: Any) -> str:
 def run(
     chunks: Sequence[Chunk], *, options: Options, validate: Validator = validate_object,
     jobs: int = 1,
+) -> list[DocumentResult]:
+    """Check the chunks (in `jobs` processes when there is enough to share), then the
+    Pods and workload controllers among them against the claims of the same input."""
+    results = list(_check_all(chunks, options=options, validate=validate, jobs=jobs))
+    return cross_check(chunks, results, options=options)
+
+
+def _check_all(
+    chunks: Sequence[Chunk], *, options: Options, validate: Validator, jobs: int
 ) -> Iterator[DocumentResult]:
-    """Check the chunks in order, in `jobs` processes when there is enough to share."""
     if jobs <= 1 or len(chunks) < 2 * _BATCH:
         for chunk in chunks:
             yield from check_chunk(chunk, options=options, validate=validate)
@@ -227,6 +239,61 @@ def run(
                              initargs=(options, validate)) as pool:
         for results in pool.map(_check_batch, batches):
             yield from results
+
+
+# --- workloads against the claims of the same input (issue 7 `pod-names-subrequest`) ---
+
+def cross_check(
+    chunks: Sequence[Chunk], results: list[DocumentResult], *, options: Options
+) -> list[DocumentResult]:
+    """Add the warnings of Pods and workload controllers, whose claims are in the input.
+
+    Runs only when the input has such objects; it then reads their documents and those
+    of the claims and templates again, in this process (the first pass keeps no values,
+    so that it can run anywhere). A workload with warnings becomes a result of its own;
+    one without stays a skipped document.
+    """
+    workload_docs = {(r.file, r.document) for r in results if r.kind in POD_SPEC_PATHS}
+    if not workload_docs:
+        return results
+    claim_docs = {(r.file, r.document) for r in results if r.kind in DRA_KINDS}
+    wanted = workload_docs | claim_docs
+    objects = [o for chunk in chunks if (chunk.file, chunk.index) in wanted
+               for o in _objects(chunk)]
+    namespace = options.default_namespace or "default"
+    index = index_claims((obj for _, _, _, obj in objects), default_namespace=namespace)
+    version = Version(options.release, options.kubernetes_patch)
+    by_key = {(r.file, r.document, r.item): k for k, r in enumerate(results)}
+    out = list(results)
+    for located, item, prefix, obj in objects:
+        k = by_key.get((located.chunk.file, located.chunk.index, item))
+        if k is None or out[k].kind not in POD_SPEC_PATHS:
+            continue
+        ignored = ignored_codes(obj.get("metadata"))
+        advice = [a for a in check_workload(obj, index, version=version,
+                                            default_namespace=namespace)
+                  if a.code not in ignored]
+        if advice:
+            warnings = tuple(
+                LintWarning(a.field, a.code, a.message, *located.place([prefix + a.path.parts]))
+                for a in advice
+            )
+            out[k] = replace(out[k], warnings=warnings, skipped=False, skip_reason="")
+    return out
+
+
+def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment, ...], Any]]:
+    """Each object of a document that parses, with its place (as `check_chunk` sees them)."""
+    parsed = parse(chunk)
+    if isinstance(parsed, SyntaxProblem):
+        return
+    located = _Located(chunk, parsed)
+    items = _list_items(parsed.value)
+    if items is None:
+        yield located, None, (), parsed.value
+    else:
+        for j, item in enumerate(items):
+            yield located, j, ("items", j), item
 
 
 _worker: tuple[Options, Validator] | None = None

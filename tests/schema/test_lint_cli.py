@@ -353,3 +353,74 @@ def test_manifest_like_stdin_never_crashes(text: str, output: str) -> None:
     code, out, _ = _run(["--output", output, "-"], stdin=text.encode())
     assert code in (0, 1, 2)
     assert out
+
+
+# --- workloads against the claims of the same input ----------------------------------
+
+WORKLOADS = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-tpl}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - {name: big, deviceClassName: big.example.com}
+        - {name: small, deviceClassName: small.example.com}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer%s}
+spec:
+  template:
+    spec:
+      resourceClaims:
+      - name: g
+        resourceClaimTemplateName: gpu-tpl
+      containers:
+      - name: main
+        image: x
+        resources:
+          claims:
+          - name: g
+            request: gpu/big
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: fine}
+spec:
+  resourceClaims: [{name: g, resourceClaimTemplateName: gpu-tpl}]
+  containers: [{name: c, image: x, resources: {claims: [{name: g, request: gpu}]}}]
+"""
+
+
+def test_workload_naming_a_subrequest_is_warned(tmp_path: Path) -> None:
+    """A Deployment whose container names a subrequest of a template in the input is warned, located."""
+    path = _write(tmp_path, "w.yaml", WORKLOADS % "")
+    code, out, _ = _run(["--output", "json", path])
+    assert code == 0  # warnings alone do not fail
+    data = json.loads(out)
+    deployment = next(r for r in data["results"] if r["kind"] == "Deployment")
+    assert (deployment["document"], deployment["valid"]) == (1, True)
+    assert [(w["code"], w["field"], w["line"], w["column"]) for w in deployment["warnings"]] == [
+        ("pod-names-subrequest", "spec.template.spec.containers[0].resources.claims[0].request",
+         28, 13)]
+    assert data["summary"] == {"documents": 3, "valid": 2, "invalid": 0, "skipped": 1}
+
+
+def test_workload_warning_can_be_silenced_on_the_object(tmp_path: Path) -> None:
+    """The `draguard.io/ignore` annotation on a workload silences its codes."""
+    ignore = ", annotations: {draguard.io/ignore: pod-names-subrequest}"
+    path = _write(tmp_path, "w.yaml", WORKLOADS % ignore)
+    _, out, _ = _run(["--output", "json", path])
+    assert all(r["kind"] != "Deployment" for r in json.loads(out)["results"])
+
+
+def test_workloads_without_their_claims_are_skipped(tmp_path: Path) -> None:
+    """A workload whose claims are not in the input is counted as skipped, not guessed at."""
+    path = _write(tmp_path, "w.yaml", (WORKLOADS % "").split("---\n", 1)[1])
+    code, out, _ = _run(["--output", "json", path])
+    assert code == 0
+    assert json.loads(out)["summary"] == {"documents": 2, "valid": 0, "invalid": 0, "skipped": 2}
