@@ -238,3 +238,35 @@ def test_damage_the_peer_rejects_is_rejected_and_what_lint_accepts_is_accepted(c
         assert ours_rejects(doc, release)
     if validate_object(copy.deepcopy(doc), options=Options(release=RELEASES[release])).valid:
         assert not ours_rejects(doc, release)
+
+
+def _key_paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Paths that end in a mapping key (list items are replaced through their parent's key)."""
+    for path in _paths(node, prefix):
+        if isinstance(path[-1], str):
+            yield path
+
+
+@pytest.mark.parametrize("value", [None, "", 0, True, "x", [], {}], ids=repr)
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_every_field_replaced_is_judged_consistently(version: str, value: Any):
+    """Each field of a claim replaced by one value: the peer's rejection implies ours, and
+    lint's acceptance implies ours (1.37 and 1.35, which drops more fields)."""
+    base = baseline("ResourceClaim", version)
+    compared = 0
+    for release in ("1.35", "1.37"):
+        for path in _key_paths(base):
+            doc = copy.deepcopy(base)
+            parent = doc
+            for step in path[:-1]:
+                parent = parent[step]
+            parent[path[-1]] = copy.deepcopy(value)
+            peer_is_stricter = release != "1.37" and spec_left_out(doc)
+            if not peer_is_stricter and peer_rejects(copy.deepcopy(doc), release):
+                compared += 1
+                assert ours_rejects(doc, release), (release, path)
+            options = Options(release=RELEASES[release])
+            if validate_object(copy.deepcopy(doc), options=options).valid:
+                compared += 1
+                assert not ours_rejects(doc, release), (release, path)
+    assert compared > 20
