@@ -77,15 +77,24 @@ def load_with_positions(text: str) -> tuple[Any, Positions | None]:
     try:
         return _build(text)
     except _Fallback:
-        return _as_json(yaml.load(text, Loader=TextLoader)), None
+        # Merge keys and the like may repeat nodes, but not without bound.
+        budget = [10_000 + 10 * len(text)]
+        return _as_json(yaml.load(text, Loader=TextLoader), budget), None
 
 
-def _as_json(value: Any) -> Any:
-    """PyYAML's value with string keys; a set, bytes or a custom type is a parse error."""
+def _as_json(value: Any, budget: list[int]) -> Any:
+    """PyYAML's value copied with string keys; a set, bytes or a custom type is a parse error.
+
+    The copy expands shared (aliased) values, so it runs on a node budget: past it the
+    document is refused as excessively aliased (see `_check_aliasing`).
+    """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ComposerError(None, None, "document contains excessive aliasing", None)
     if isinstance(value, dict):
-        return {_json_key(k): _as_json(v) for k, v in value.items()}
+        return {_json_key(k): _as_json(v, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_as_json(v) for v in value]
+        return [_as_json(v, budget) for v in value]
     if value is None or isinstance(value, str | int | float):
         return value
     detail = f"a YAML {type(value).__name__} value cannot be represented in JSON"
@@ -115,7 +124,11 @@ def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
     # once per event, so it avoids calls and attribute lookups where it can.
     stack: list[tuple[Any, Any, Any, Any, Any]] = []
     anchors: dict[str, tuple[Any, Positions]] = {}
-    open_ids: set[int] = set()  # anchored collections still open: an alias to one is a cycle
+    # Anchored collections still open (an alias to one is a cycle), with the node count
+    # where they started; `sizes` holds the node count of each closed anchored one.
+    open_ids: dict[int, tuple[str, int]] = {}
+    sizes: dict[str, int] = {}
+    nodes = aliased = 0  # nodes decoded, and how many of them an alias repeated
     container: Any = None
     children: Any = None
     key: Any = _NO_KEY
@@ -128,6 +141,7 @@ def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
     while True:
         event = get_event()
         cls = event.__class__
+        nodes += 1
         if cls is ScalarEvent:
             if in_map and key is _NO_KEY:
                 key, key_mark = event.value, event.start_mark
@@ -150,16 +164,20 @@ def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
             key, key_mark, mark, in_map = _NO_KEY, None, event.start_mark, is_map
             if event.anchor is not None:
                 anchors[event.anchor] = (container, (mark, children))
-                open_ids.add(id(container))
+                open_ids[id(container)] = (event.anchor, nodes)
             continue
         elif cls is MappingEndEvent or cls is SequenceEndEvent:
             value, pos = container, (mark, children)
-            if open_ids:
-                open_ids.discard(id(value))
+            if open_ids and id(value) in open_ids:
+                anchor, start = open_ids.pop(id(value))
+                sizes[anchor] = nodes - start
             container, key, children, key_mark, mark = stack.pop()
             in_map = type(container) is dict
         elif cls is AliasEvent:
             value, pos = _alias(event, anchors, open_ids)
+            size = sizes.get(event.anchor, 1)
+            nodes, aliased = nodes + size, aliased + size
+            _check_aliasing(nodes, aliased, event)
             if in_map and key is _NO_KEY:
                 key, key_mark = _alias_key(event, value), event.start_mark
                 continue
@@ -201,7 +219,7 @@ def _check_tag(tag: str | None, default: str) -> None:
 
 
 def _alias(
-    event: Any, anchors: dict[str, tuple[Any, Positions]], open_ids: set[int]
+    event: Any, anchors: dict[str, tuple[Any, Positions]], open_ids: dict[int, tuple[str, int]]
 ) -> tuple[Any, Positions]:
     """The anchored value, and its positions (a scalar alias is placed where it is used)."""
     if event.anchor not in anchors:
@@ -212,6 +230,26 @@ def _alias(
         raise ComposerError(None, None, f"found recursive alias {event.anchor!r}",
                             event.start_mark)
     return value, ((event.start_mark, pos[1]) if type(pos) is tuple else event.start_mark)
+
+
+def _check_aliasing(nodes: int, aliased: int, event: Any) -> None:
+    """Refuse a "billion laughs" document the way kubectl's YAML decoder (go-yaml) does.
+
+    Values are shared, not copied, so reading is cheap, but the rule set walks them:
+    a few lines of nested aliases would expand to billions of nodes there. go-yaml's
+    `allowedAliasRatio`: past 100 repeated nodes in 1,000, the share of repeated nodes
+    may be at most 99% up to 400,000 nodes, falling to 10% at 4,000,000.
+    """
+    if aliased <= 100 or nodes <= 1000:
+        return
+    if nodes <= 400_000:
+        allowed = 0.99
+    elif nodes >= 4_000_000:
+        allowed = 0.10
+    else:
+        allowed = 0.99 - 0.89 * (nodes - 400_000) / 3_600_000
+    if aliased / nodes > allowed:
+        raise ComposerError(None, None, "document contains excessive aliasing", event.start_mark)
 
 
 def _key(event: Any, anchors: dict[str, tuple[Any, Positions]]) -> str:

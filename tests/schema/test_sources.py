@@ -72,6 +72,12 @@ def test_broken_document_does_not_hide_the_next() -> None:
     assert problem.detail.startswith("cannot parse YAML: ")
 
 
+# Nine times nine times … references: a few lines that expand to billions of nodes.
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
 @pytest.mark.parametrize(
     ("text", "line", "column", "words"),
     [
@@ -83,6 +89,9 @@ def test_broken_document_does_not_hide_the_next() -> None:
         pytest.param("a:\n\t- b\n", 2, 1, "cannot start any token", id="tab-indentation"),
         pytest.param("a: !!set {x}\n", 1, 1, "cannot be represented in JSON", id="yaml-set"),
         pytest.param("? [a]\n: 1\n", 1, 3, "mapping keys must be scalars", id="list-as-key"),
+        pytest.param(LAUGHS, 4, 20, "excessive aliasing", id="billion-laughs"),
+        pytest.param("m: {<<: {z: 1}}\n" + LAUGHS, 1, 1, "excessive aliasing",
+                     id="billion-laughs-after-a-merge-key"),
     ],
 )
 def test_parse_problem_position(text: str, line: int, column: int, words: str) -> None:
