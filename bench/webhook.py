@@ -1,7 +1,8 @@
 """Benchmark: the webhook over TLS against a no-op Flask app on the same gunicorn settings.
 
     .venv/bin/python bench/webhook.py [--seconds 4] [--rounds 3] [--concurrency 4]
-                                      [--rate 200] [--workers 2] [--threads 4]
+                                      [--rate 200] [--rate-clients 4]
+                                      [--workers 2] [--threads 4]
                                       [--tool python|hey] [--json]
 
 Starts, in this run, `draguard serve` (2 gthread workers, cached TLS context) and a
@@ -343,6 +344,9 @@ def main() -> int:
     parser.add_argument("--tool", choices=("python", "hey"), default="python")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--rate-clients", type=int, default=4,
+                        help="clients sharing --rate (each must finish a request, TLS "
+                             "handshake included, within clients/rate seconds)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", action="store_true")
@@ -371,7 +375,7 @@ def main() -> int:
     try:
         for mode in ("keep-alive", "new"):
             for load in ("max", "rate"):
-                clients = args.concurrency if load == "max" else 2
+                clients = args.concurrency if load == "max" else args.rate_clients
                 rounds: dict[str, list[Result]] = {"noop": [], "draguard": []}
                 for _ in range(args.rounds):
                     for server in ("noop", "draguard"):

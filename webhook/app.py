@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,6 @@ class WebhookState:
     metrics: Metrics
     tls: ContextCache | None
     warm_error: str | None = None
-    started: float = field(default_factory=time.monotonic)
 
     @property
     def not_ready(self) -> list[str]:
@@ -78,7 +76,6 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     here = str(Path(__file__).resolve().parent)
     app = Flask("draguard.webhook", root_path=here, instance_path=here)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
-    app.json.sort_keys = False  # type: ignore[attr-defined]
     metrics = Metrics()
     rules = rules or RuleSet(release=config.release, mutator=load_mutator(
         config, on_failure=metrics.policy_failures.inc))

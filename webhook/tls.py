@@ -126,7 +126,18 @@ def cache_for(cert: Path, key: Path) -> ContextCache:
         return cache
 
 
+_by_setting: dict[tuple[str, str], ContextCache] = {}
+
+
 def gunicorn_ssl_context(conf: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext],
                          ) -> ssl.SSLContext:
-    """gunicorn's `ssl_context` server hook: the worker's cached context."""
-    return cache_for(Path(conf.certfile), Path(conf.keyfile)).context()
+    """gunicorn's `ssl_context` server hook: the worker's cached context.
+
+    Looked up by the settings' strings first, so a connection costs two `stat`
+    calls and no path arithmetic.
+    """
+    setting = (conf.certfile, conf.keyfile)
+    cache = _by_setting.get(setting)
+    if cache is None:
+        cache = _by_setting[setting] = cache_for(Path(setting[0]), Path(setting[1]))
+    return cache.context()
