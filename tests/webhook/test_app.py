@@ -218,3 +218,19 @@ def test_any_body_gets_a_well_formed_answer(client: FlaskClient, body: bytes) ->
         assert doc["apiVersion"] == "admission.k8s.io/v1" and doc["kind"] == "AdmissionReview"
         assert isinstance(doc["response"]["allowed"], bool)
         assert doc["response"]["uid"] == json.loads(body)["request"]["uid"]
+
+
+def test_internal_error_traceback_is_logged() -> None:
+    """An internal error's traceback goes to the server log, not to the client."""
+    app = create_app(Config(), rules=RuleSet(create=broken_create), tls=False)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("draguard.webhook")
+    logger.addHandler(handler)
+    try:
+        post(app.test_client(), json.dumps(review()))
+    finally:
+        logger.removeHandler(handler)
+    [record] = [r for r in records if r.levelno == logging.ERROR and "internal error" in r.msg]
+    assert "RuntimeError: rule set broken" in record.getMessage()

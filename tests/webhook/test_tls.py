@@ -170,3 +170,21 @@ def test_no_stale_context_after_renewal_under_concurrency(state: StatePaths) -> 
         for thread in threads:
             thread.join()
     assert stale == 0
+
+
+def test_secret_volume_symlink_swap_is_seen(tmp_path: Path) -> None:
+    """A Kubernetes Secret update (the `..data` symlink swapped to a new folder) is picked up."""
+    first = create_certificates(tmp_path / "v1").paths
+    second = renew(first.dir)  # same CA, new leaf, written in place in v1 …
+    old = create_certificates(tmp_path / "v0").paths  # … and an older pair in v0
+    mount = tmp_path / "mount"
+    mount.mkdir()
+    (mount / "..data").symlink_to(old.dir)
+    for name in ("tls.crt", "tls.key"):
+        (mount / name).symlink_to(Path("..data") / name)
+    cache = ContextCache(mount / "tls.crt", mount / "tls.key")
+    before = cache.context()
+    (mount / "..data_tmp").symlink_to(first.dir)
+    os.replace(mount / "..data_tmp", mount / "..data")  # what the kubelet does
+    assert cache.context() is not before
+    assert cache.fingerprint == second.fingerprint
