@@ -149,11 +149,12 @@ def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
                     key = _key(event, anchors)
                 continue
             value, pos = event.value, event.start_mark
-            # Fast path: an untagged plain scalar that no implicit type can start with.
-            if event.tag is not None or event.anchor is not None or (
-                event.implicit[0] and value[:1] in _IMPLICIT
-            ):
+            if event.tag is not None or event.anchor is not None:
                 value = _scalar(event, anchors)
+            # An untagged plain scalar is a string unless its first character can start an
+            # implicit type; those (counts, booleans, names like `opt-0`) repeat a lot.
+            elif event.implicit[0] and value[:1] in _IMPLICIT:
+                value = _PLAIN[value] if value in _PLAIN else _plain(value)
         elif cls is MappingStartEvent or cls is SequenceStartEvent:
             if in_map and key is _NO_KEY:
                 raise ComposerError(None, None, "mapping keys must be scalars", event.start_mark)
@@ -271,17 +272,35 @@ def _scalar(event: Any, anchors: dict[str, tuple[Any, Positions]]) -> Any:
     return value
 
 
+# Plain scalar text → its value; only immutable values, so they can be shared.
+_PLAIN: dict[str, Any] = {}
+_PLAIN_MAX = 4096
+
+
+def _plain(text: str) -> Any:
+    tag = _resolve(text)
+    if tag == STR:
+        value: Any = text
+    elif tag == NULL:
+        value = None
+    elif tag == BOOL and text.lower() in _BOOLS:
+        value = _BOOLS[text.lower()]
+    elif tag == INT:
+        value = _CONSTRUCTOR.construct_yaml_int(ScalarNode(tag, text))
+    elif tag == FLOAT:
+        value = _CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, text))
+    else:
+        raise _Fallback  # e.g. `<<` outside a key, or `=`
+    if len(_PLAIN) < _PLAIN_MAX and len(text) < 64:
+        _PLAIN[text] = value
+    return value
+
+
 def _scalar_value(event: Any) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
         value: str = event.value
-        if not event.implicit[0]:  # quoted: always a string
-            return value
-        # Most plain scalars start with a letter that no implicit type starts with.
-        resolvers = _IMPLICIT.get(value[:1] if value else "")
-        if resolvers is None:
-            return value
-        tag = _resolve(value)
+        return _plain(value) if event.implicit[0] else value  # quoted: always a string
     if tag == STR:
         return event.value
     if tag == NULL:
