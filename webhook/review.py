@@ -25,6 +25,11 @@ from draguard.webhook.skew import limit_warnings, skew_warnings
 
 API_VERSION = "admission.k8s.io/v1"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+# Deeper bodies are refused (400): json.loads stops near 1,000 levels anyway, and the
+# recursive steps after it (deepcopy, the JSON-patch diff) needed headroom below that:
+# opaque parameters 900 levels deep made /mutate an internal error (tests/hostile).
+# Real claims nest about 10 levels; driver parameters rarely more than a few.
+MAX_NESTING = 200
 
 # `allowed`/`denied`: judged; `skipped`: not a claim or template draguard knows (allowed,
 # with a warning); `ignored`: DELETE/CONNECT; `error`: an internal error, answered per
@@ -99,11 +104,19 @@ class RuleSet:
 def parse_review(body: bytes) -> Review:
     """Read an AdmissionReview `admission.k8s.io/v1`; raise BadReview naming what is wrong."""
     try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        # Strict UTF-8 first: json.loads(bytes) would let encoded surrogates through
+        # (it decodes with surrogatepass), and the apiserver only ever sends UTF-8.
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadReview(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise BadReview(f"body is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise BadReview("body is not a JSON object")
+    if _nesting_exceeds(doc, MAX_NESTING):
+        raise BadReview(f"body nests JSON deeper than {MAX_NESTING} levels")
     if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "AdmissionReview":
         raise BadReview(f"expected apiVersion {API_VERSION}, kind AdmissionReview")
     request = doc.get("request")
@@ -129,6 +142,20 @@ def parse_review(body: bytes) -> Review:
         name=_text(request.get("name")),
         dry_run=request.get("dryRun") is True,
     )
+
+
+def _nesting_exceeds(doc: Any, limit: int) -> bool:
+    """True when arrays and objects nest deeper than `limit` (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return False
 
 
 def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) -> Answer:

@@ -82,7 +82,9 @@ class StubRules:
 
 @pytest.mark.parametrize(("body", "fragment"), [
     pytest.param(b"{", "not JSON", id="truncated-json"),
-    pytest.param(b"\xff\xfe\x00", "not JSON", id="not-utf8"),
+    pytest.param(b"\xff\xfe\x00", "not UTF-8", id="not-utf8"),
+    pytest.param(encode(review_doc(uid="u")).replace(b'"u"', b'"\xed\xa0\x80u"'), "not UTF-8",
+                 id="encoded-surrogate"),
     pytest.param(b"[]", "not a JSON object", id="json-array"),
     pytest.param(b'"review"', "not a JSON object", id="json-string"),
     pytest.param(encode({**review_doc(), "apiVersion": "admission.k8s.io/v1beta1"}),
