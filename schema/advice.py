@@ -138,7 +138,8 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
     """The `config-names-parent` rewrites for a devices object of any version or layout."""
     parents = prioritized_parents(devices)
     rewrites = []
-    for k, config in enumerate(devices.get("config") or []):
+    configs = devices.get("config")  # any JSON type: the rule set reports it, not this
+    for k, config in enumerate(configs if isinstance(configs, list) else []):
         refs = config.get("requests") if isinstance(config, dict) else None
         if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
             continue
