@@ -13,13 +13,13 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from draguard.webhook.app import WebhookState, decisions
 from draguard.webhook.config import FailureMode
 from draguard.webhook.review import (
     Answer,
     BadReview,
+    Review,
     RuleSet,
     answer_mutate,
     answer_validate,
@@ -103,7 +103,7 @@ def _admit(endpoint: str, answer: Answerer) -> Response:
     return Response(payload, mimetype="application/json")
 
 
-def _answer(answer: Answerer, review: Any, rules: RuleSet, mode: FailureMode) -> Answer:
+def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode) -> Answer:
     result = answer(review, rules=rules, failure_mode=mode)
     if result.error:
         log.error("internal error on %s (uid %s):\n%s", review.operation, review.uid, result.error)
