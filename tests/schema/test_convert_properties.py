@@ -1,0 +1,169 @@
+"""Properties of conversion between every pair of shapes (issue 3 §3), over generated claims.
+
+Every generated document is first taken to each of the four shapes (v1, v1beta2,
+v1beta1, parallel), and each property is checked from there to every other shape, so
+N examples give N objects for every ordered shape pair. N is 20× the profile's
+`max_examples`: 2,000 with the `ci` (default) profile, 200,000 with `deep`
+(`pytest tests/schema/test_convert_properties.py --hypothesis-profile=deep`, see
+docs/convert.md). A failure prints the minimal document and the differences.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from draguard.schema.conversion import decode_order, parallel_to_nested
+from draguard.schema.convert import TARGETS, Conversion, convert_document
+from draguard.schema.diff import diff
+from draguard.schema.paths import FieldPath
+from draguard.schema.roundtrip import meaning
+from draguard.schema.shapes import identify
+from draguard.schema.validate import validate_object
+from hypothesis import HealthCheck, given, note, settings
+
+
+def _load_strategies() -> Any:
+    name = "draguard_test_strategies"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "strategies.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+strategies = _load_strategies()
+SHAPES: tuple[str, ...] = strategies.SHAPES
+
+PROPERTY = settings(
+    max_examples=20 * settings.default.max_examples,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
+    """Convert and insist that nothing was lost (a valid object fits every shape)."""
+    conversion: Conversion = convert_document(obj, target)
+    assert conversion.lossless, f"→ {target}: " + "; ".join(map(str, conversion.losses))
+    assert conversion.document is not None
+    return conversion.document
+
+
+def in_every_shape(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for shape in SHAPES:
+        yield shape, convert(obj, shape)
+
+
+def _spec_path(doc: dict[str, Any]) -> FieldPath:
+    if doc["kind"] == "ResourceClaimTemplate":
+        return FieldPath.root("spec", "spec")
+    return FieldPath.root("spec")
+
+
+def hub_findings(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The rule set's findings as (type, path in the nested layout, detail), sorted.
+
+    Paths of a parallel document (`prioritizedRequests[p].options[j]`, `requests[e]`)
+    are mapped to the request each entry becomes when nested (contract §2), using the
+    same placement rule as the converter's inverse: the order annotation, else exact
+    requests first.
+    """
+    verdict = validate_object(doc)
+    to_nested: dict[tuple[str, int], int] = {}
+    doc_type = identify(doc)
+    devices_path = _spec_path(doc).child("devices")
+    if doc_type is not None and doc_type.parallel:
+        holder = doc["spec"]["spec"] if doc["kind"] == "ResourceClaimTemplate" else doc["spec"]
+        _, origins = parallel_to_nested(
+            holder["devices"], decode_order(doc["metadata"].get("annotations"))
+        )
+        to_nested = {(o.list_name, o.index): k for k, o in enumerate(origins)}
+    out = []
+    for error in verdict.errors:
+        parts = list(error.path.parts)
+        base = len(devices_path.parts)
+        if to_nested and len(parts) > base + 1 and (parts[base], parts[base + 1]) in to_nested:
+            index = to_nested[(str(parts[base]), int(parts[base + 1]))]
+            rest = ["firstAvailable" if p == "options" else p for p in parts[base + 2 :]]
+            parts = [*parts[:base], "requests", index, *rest]
+        out.append((error.type.value, str(FieldPath(tuple(parts))), error.detail))
+    return sorted(out)
+
+
+def check_round_trips(start: str, base: dict[str, Any]) -> None:
+    """For every other shape B: start → B → start means what `base` meant (defaults may be added)."""
+    expected = meaning(base)
+    for via in SHAPES:
+        if via != start:
+            back = convert(convert(base, via), start)
+            differences = [str(c) for c in diff(expected, meaning(back))]
+            assert not differences, f"{start} → {via} → {start}: {differences}"
+
+
+def check_valid_in_every_target(start: str, base: dict[str, Any]) -> None:
+    """A valid document in `start` converts to every target with nothing lost and stays valid."""
+    for target in TARGETS:
+        converted = convert(base, target)
+        errors = [f"{e.path}: {e.message}" for e in validate_object(converted).errors]
+        assert not errors, f"{start} → {target}: {errors}"
+
+
+def check_layout_moves_are_exact(start: str, base: dict[str, Any]) -> None:
+    """nested → parallel → nested gives back the very document (contract §2: layout only).
+
+    One exception: v1beta1 read-back writes `deviceClassName: ""` on a prioritized
+    request (no omitempty, §2.2); an entry of `prioritizedRequests` has no such field,
+    so that empty string, Go's zero value, does not come back.
+    """
+    nested = convert(base, "nested")
+    again = convert(convert(nested, "parallel"), "nested")
+    assert again == _without_empty_class(nested), start
+
+
+def _without_empty_class(doc: dict[str, Any]) -> dict[str, Any]:
+    holder = doc["spec"]["spec"] if doc["kind"] == "ResourceClaimTemplate" else doc["spec"]
+    for request in holder["devices"]["requests"]:
+        if request.get("firstAvailable") and request.get("deviceClassName") == "":
+            del request["deviceClassName"]
+    return doc
+
+
+def check_idempotent(start: str, base: dict[str, Any]) -> None:
+    """A document already read back in a version reads back unchanged in it (§4 defaults once)."""
+    if start in ("v1", "v1beta2", "v1beta1"):
+        assert convert(base, start) == base, start
+
+
+# The checks share one generated document: generating it costs more than all checks
+# together, and the CI budget (issue 3: under 2 minutes) allows one pass of 2,000.
+@PROPERTY
+@given(strategies.documents())
+def test_every_shape_pair_round_trips_and_stays_valid(doc: dict[str, Any]) -> None:
+    """From every shape to every other: there and back keeps the meaning, and the result is valid."""
+    assert validate_object(doc).valid, [str(e) for e in validate_object(doc).errors]
+    for start, base in in_every_shape(doc):
+        note(f"in {start}: {base}")
+        check_round_trips(start, base)
+        check_valid_in_every_target(start, base)
+        check_layout_moves_are_exact(start, base)
+        check_idempotent(start, base)
+    # §5.1: v1 and v1beta2 are field-for-field identical; only apiVersion differs.
+    in_v1, in_v1beta2 = convert(doc, "v1"), convert(doc, "v1beta2")
+    assert {**in_v1beta2, "apiVersion": in_v1["apiVersion"]} == in_v1
+
+
+@PROPERTY
+@given(strategies.documents(flaws=True))
+def test_the_rule_set_finds_the_same_in_every_shape(doc: dict[str, Any]) -> None:
+    """Findings before and after a conversion agree, paths mapped from the parallel layout."""
+    expected = hub_findings(doc)
+    for start, base in in_every_shape(doc):
+        assert hub_findings(base) == expected, start
+        for target in TARGETS:
+            assert hub_findings(convert(base, target)) == expected, f"{start} → {target}"
