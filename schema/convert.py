@@ -63,7 +63,18 @@ class Conversion:
     source_shape: str | None
     target: str
     losses: tuple[Loss, ...] = ()
-    changes: tuple[Change, ...] = field(default=(), compare=False)
+    source: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """What the conversion changed, by field.
+
+        Computed on request from the (unmutated) source: the diff costs a quarter of a
+        conversion and most callers never ask for it.
+        """
+        if self.document is None:
+            return ()
+        return tuple(diff(self.source, self.document))
 
     @property
     def is_dra(self) -> bool:
@@ -87,7 +98,7 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
         document, losses = _convert_layout(obj, doc_type, target)
     else:
         document, losses = _convert_version(obj, doc_type, target, options)
-    return Conversion(document, doc_type.shape, target, tuple(losses), tuple(diff(obj, document)))
+    return Conversion(document, doc_type.shape, target, tuple(losses), obj)
 
 
 def _convert_layout(
