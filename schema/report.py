@@ -116,9 +116,7 @@ def render_text(report: Report) -> str:
     for result in report.checked:
         for err in result.errors:
             lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
-        for warn in result.warnings:
-            message = f"warning {warn.code}: {warn.message}"
-            lines.append(_text_line(result.file, warn.line, warn.column, warn.field, message))
+        lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
     s = report.summary()
     lines.append(f"{s.documents} documents: {s.valid} valid, {s.invalid} invalid, "
                  f"{s.skipped} skipped")
@@ -128,6 +126,11 @@ def render_text(report: Report) -> str:
 def _text_line(file: str, line: int, column: int, field_text: str, message: str) -> str:
     where = f"{file}:{line}:{column}:"
     return f"{where} {field_text}: {message}" if field_text else f"{where} {message}"
+
+
+def _warning_line(file: str, warn: LintWarning) -> str:
+    return _text_line(file, warn.line, warn.column, warn.field,
+                      f"warning {warn.code}: {warn.message}")
 
 
 # --- json --------------------------------------------------------------------------
@@ -200,8 +203,7 @@ def _junit_case(suite: ET.Element, result: DocumentResult) -> None:
     if result.warnings:
         out = ET.SubElement(case, "system-out")
         out.text = _xml("\n".join(
-            _text_line(result.file, w.line, w.column, w.field, f"warning {w.code}: {w.message}")
-            for w in result.warnings
+            _warning_line(result.file, w) for w in result.warnings
         ))
 
 
