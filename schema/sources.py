@@ -1,9 +1,9 @@
 """Reading manifests: files, folders and stdin, split into documents, parsed, located.
 
 The reader follows kubectl's `yaml.NewYAMLReader`: a YAML file is cut into documents
-at lines that start with `---` (or end with `...`), and every piece is parsed on its
-own, so that one broken document is reported with its line while the rest of the file
-is still checked. A JSON file holds one or more concatenated JSON values.
+at document-start lines (`---`, possibly followed by content or a comment) and after
+document-end lines (`...`), and every piece is parsed on its own, so that one broken
+document is reported with its line while the rest of the file is still checked. A JSON file holds one or more concatenated JSON values.
 
 Numbering: `Chunk.index` is the 0-based position of a document among the file's
 non-empty documents (a piece with nothing but comments, blank lines, markers or
