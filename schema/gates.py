@@ -37,6 +37,7 @@ def drop_disabled_fields(spec: dict[str, Any], path: FieldPath, release: Release
             dropped += _drop(target, tpath, "tolerations", not release.device_taints)
             dropped += _drop(target, tpath, "adminAccess", not release.admin_access)
             dropped += _drop(target, tpath, "capacity", not release.consumable_capacity)
+            dropped += _drop(target, tpath, "derivedAttributes", not release.derived_attributes)
     for c, constraint in enumerate(devices.get("constraints", [])):
         if isinstance(constraint, dict):
             cpath = devices_path.child("constraints").index(c)
@@ -45,7 +46,8 @@ def drop_disabled_fields(spec: dict[str, Any], path: FieldPath, release: Release
 
 
 def _drop(obj: dict[str, Any], path: FieldPath, key: str, gate_off: bool) -> list[FieldPath]:
+    """Drop `key`; report it only when it held something (an empty list loses nothing)."""
     if gate_off and key in obj:
-        del obj[key]
-        return [path.child(key)]
+        value = obj.pop(key)
+        return [path.child(key)] if value not in (None, [], {}) else []
     return []

@@ -45,6 +45,16 @@ class Release:
         """`capacity` and `constraints[].distinctAttribute` exist from 1.34."""
         return self.minor >= 34
 
+    @property
+    def has_derived_attributes(self) -> bool:
+        """`derivedAttributes` exists in the newest (1.37) types, behind an alpha gate."""
+        return self.minor >= 37
+
+    @property
+    def derived_attributes(self) -> bool:
+        """DRADerivedAttributes is alpha and off by default wherever it exists (§1.1)."""
+        return False
+
     # §1.2 API versions.
     def has_api_version(self, version: str) -> bool:
         """The version exists (possibly off by default) in this release."""

@@ -106,6 +106,9 @@ def _exact_fields(release: Release, *, admin: bool) -> dict[str, Node]:
     fields["tolerations"] = ListOf(TOLERATION)
     if release.has_capacity_fields:
         fields["capacity"] = CAPACITY
+    if release.has_derived_attributes:
+        # Newest types only (§2.1); its alpha gate is off, so it is dropped, not rejected (§3.8).
+        fields["derivedAttributes"] = ListOf(Obj("DeviceDerivedAttribute", {}, open=True))
     return fields
 
 
@@ -124,6 +127,10 @@ def claim_spec_node(version: str, release: Release, parallel: bool) -> Obj:
             "DeviceRequest",
             {"name": STRING, "exactly": exact, "firstAvailable": ListOf(subrequest)},
         )
+    if parallel:
+        # Contract §2: `requests` of the parallel shape holds only exact requests.
+        fields = {k: v for k, v in request.fields.items() if k != "firstAvailable"}
+        request = Obj(request.type_name, fields)
     constraint_fields: dict[str, Node] = {"requests": ListOf(STRING), "matchAttribute": STRING}
     if release.has_capacity_fields:
         constraint_fields["distinctAttribute"] = STRING
