@@ -15,6 +15,7 @@ from typing import Any
 
 from draguard.schema.conversion import ORDER_ANNOTATION
 from draguard.schema.convert import Conversion, convert_document
+from draguard.schema.defaults import default_claim_spec
 from draguard.schema.diff import Change, diff
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.shapes import identify
@@ -71,6 +72,10 @@ def meaning(obj: dict[str, Any], options: Options = DEFAULT_OPTIONS) -> dict[str
     if doc_type is None:
         return obj
     prepared = prepare(obj, doc_type, options)
+    # Every read from storage passes the hub version's defaulter (§4: "also when reading
+    # from storage"), so a default another version adds is not a change of meaning.
+    default_claim_spec(prepared.claim_spec, "v1")
+    _drop_go_zero_values(prepared.claim_spec.get("devices"))
     document = prepared.document
     meta = dict(document.get("metadata", {}))
     annotations = {
@@ -83,6 +88,30 @@ def meaning(obj: dict[str, Any], options: Options = DEFAULT_OPTIONS) -> dict[str
     out.pop("apiVersion", None)
     result: dict[str, Any] = _without_empties(out)
     return result
+
+
+# Fields that are plain Go values, not pointers: once decoded, `""` or `0` and absence
+# are the same value (e.g. v1beta1 writes `deviceClassName: ""` for a prioritized
+# request, §2.2 / §5.3, which reads back into v1 as an empty class, not a missing one).
+_VALUE_FIELDS = frozenset(
+    {"name", "deviceClassName", "allocationMode", "count", "expression", "key", "operator"}
+    | {"value", "effect", "driver"}
+)
+# Maps and raw JSON, where an empty string or a zero is data, not a Go zero value.
+_DATA_FIELDS = frozenset({"capacity", "parameters"})
+
+
+def _drop_go_zero_values(value: Any) -> None:
+    """Remove zero-valued non-pointer fields of the claim spec's structs, in place."""
+    if isinstance(value, list):
+        for item in value:
+            _drop_go_zero_values(item)
+    elif isinstance(value, dict):
+        for key in list(value):
+            if key in _VALUE_FIELDS and value[key] in ("", 0) and value[key] is not False:
+                del value[key]
+            elif key not in _DATA_FIELDS:
+                _drop_go_zero_values(value[key])
 
 
 def _without_empties(value: Any) -> Any:
