@@ -90,6 +90,30 @@ def _plain_to_node(value: Any) -> Any:
     return value
 
 
+class ExcessiveAliasing(ValueError):
+    """Expanding a document's aliases would make more nodes than its text can justify."""
+
+
+def check_expansion(node: Any, budget: int) -> None:
+    """Raise ExcessiveAliasing when `node` expands to more than `budget` nodes.
+
+    ruamel keeps an alias as a shared object, so a few lines of nested aliases (the
+    "billion laughs") cost nothing to load but billions of nodes to `to_plain`; lint's
+    parser has the same guard (`draguard.schema.yamlevents`). Iterative, so a deeply
+    nested document cannot exhaust the stack here either.
+    """
+    stack = [node]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            raise ExcessiveAliasing("document contains excessive aliasing")
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def to_plain(node: Any) -> Any:
     """A round-trip node as plain dicts, lists and scalars (for the rule set)."""
     if isinstance(node, dict):

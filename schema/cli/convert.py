@@ -23,7 +23,13 @@ from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, release
 from draguard.schema.sources import STDIN, STDIN_NAME, Unreadable, expand_paths, read_source
-from draguard.schema.yamledit import apply, dump_documents, load_documents, to_plain
+from draguard.schema.yamledit import (
+    apply,
+    check_expansion,
+    dump_documents,
+    load_documents,
+    to_plain,
+)
 from ruamel.yaml.error import YAMLError
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
@@ -93,7 +99,11 @@ def convert_file(
         return None
     try:
         documents = load_documents(source.text)
-    except YAMLError as exc:
+        for document in documents:
+            check_expansion(document, 10_000 + 10 * len(source.text))
+    # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
+    # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
+    except (YAMLError, ValueError, RecursionError) as exc:
         print(
             f"draguard convert: {source.name}: not valid YAML: {exc}".replace("\n", " "),
             file=sys.stderr,
