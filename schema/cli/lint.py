@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures.process import BrokenProcessPool
 from typing import BinaryIO, TextIO
 
 from draguard.schema import lint, releases
@@ -115,7 +116,11 @@ def main(
                   "skipped: no --namespace-labels given\n")
 
     report = Report(disabled=frozenset(_codes(args.disable)))
-    report.extend(lint.run(chunks, options=options, validate=validate, jobs=jobs))
+    try:
+        report.extend(lint.run(chunks, options=options, validate=validate, jobs=jobs))
+    except BrokenProcessPool:  # a worker killed (out of memory, a crash in C code)
+        err.write("draguard lint: a worker process died; try again without --jobs\n")
+        return EXIT_USAGE
     if args.verbose:
         for result in report.results:
             if result.skipped:
