@@ -424,3 +424,17 @@ def test_workloads_without_their_claims_are_skipped(tmp_path: Path) -> None:
     code, out, _ = _run(["--output", "json", path])
     assert code == 0
     assert json.loads(out)["summary"] == {"documents": 2, "valid": 0, "invalid": 0, "skipped": 2}
+
+
+def test_dead_worker_is_exit_2(tmp_path: Path) -> None:
+    """A worker process that dies ends the run with exit 2 and a message, not a traceback."""
+    parent = os.getpid()
+
+    def dying(obj: Any, *, options: Options) -> Any:
+        if os.getpid() != parent:  # only ever in a worker process
+            os._exit(3)
+        raise AssertionError("the work was not shared out")
+
+    path = _write(tmp_path, "many.yaml", "---\n".join([GOOD] * 200))
+    code, _, err = _run(["--jobs", "2", path], validate=dying)
+    assert code == 2 and "worker process died" in err
