@@ -154,6 +154,10 @@ def nested_to_parallel(devices: dict[str, Any]) -> tuple[dict[str, Any], list[st
         order.append(str(request.get("name", "")))
         if request.get("firstAvailable"):
             prioritized.append({"name": request.get("name", ""), "options": request["firstAvailable"]})
+        elif "firstAvailable" in request:
+            # An empty list counts as absent (rule 7), and `requests` of the parallel
+            # shape holds only exact requests, which have no such field (contract §2).
+            exact.append({k: v for k, v in request.items() if k != "firstAvailable"})
         else:
             exact.append(request)
     parallel = dict(devices)

@@ -1,0 +1,252 @@
+"""`draguard.schema.convert.convert_document`: losses, refusals and layout rules (issue 3 §1).
+
+Whole input/expected documents live in tests/golden/ (test_convert_golden.py); this
+file pins the rules a golden pair does not show well: what counts as a loss, in which
+release, and where the parallel layout puts things.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from draguard.schema.convert import TARGETS, convert_document
+from draguard.schema.options import DEFAULT_OPTIONS, Options
+from draguard.schema.releases import release
+
+
+def claim(version: str, requests: list[dict[str, Any]], **devices: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {"devices": {"requests": requests, **devices}},
+    }
+
+
+def template(version: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {"metadata": {"labels": {"app": "x"}}, "spec": {"devices": {"requests": requests}}},
+    }
+
+
+GPU = {"name": "gpu", "firstAvailable": [{"name": "big", "deviceClassName": "gpu.example.com"}]}
+NIC = {"name": "nic", "exactly": {"deviceClassName": "nic.example.com"}}
+
+
+def at(kubernetes: str) -> Options:
+    return Options(release=release(kubernetes))
+
+
+def loss_paths(doc: dict[str, Any], target: str, options: Options = DEFAULT_OPTIONS) -> list[str]:
+    return [str(loss.path) for loss in convert_document(doc, target, options=options).losses]
+
+
+def test_unknown_target_is_a_programming_error() -> None:
+    """A target outside v1|v1beta2|v1beta1|parallel|nested raises ValueError."""
+    with pytest.raises(ValueError, match="v1alpha3"):
+        convert_document(claim("v1", [NIC]), "v1alpha3")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_other_documents_are_left_alone(target: str) -> None:
+    """A ConfigMap (or a claim of an unknown version) is not converted."""
+    for doc in (
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+        {**claim("v1", [NIC]), "apiVersion": "resource.k8s.io/v1alpha3"},
+    ):
+        conversion = convert_document(doc, target)
+        assert not conversion.is_dra and conversion.document is None
+
+
+@pytest.mark.parametrize(
+    ("doc", "target", "options", "expected"),
+    [
+        pytest.param(
+            claim("v1beta1", [{**GPU, "adminAccess": False}]),
+            "v1",
+            Options(),
+            ["spec.devices.requests[0]"],
+            id="v1beta1-admin-false-next-to-first-available-is-ambiguous",
+        ),
+        pytest.param(
+            claim("v1", [{**GPU, **NIC, "name": "gpu"}]),
+            "parallel",
+            Options(),
+            ["spec.devices.requests[0]"],
+            id="both-members-cannot-be-parallel",
+        ),
+        pytest.param(
+            claim(
+                "v1",
+                [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "g",
+                            "capacity": {"requests": {"memory": "1Gi"}},
+                        },
+                    }
+                ],
+            ),
+            "v1beta2",
+            at("1.33"),
+            ["spec.devices.requests[0].exactly.capacity", "apiVersion"],
+            id="capacity-and-v1-do-not-exist-in-1.33",
+        ),
+        pytest.param(
+            claim(
+                "v1",
+                [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "g",
+                            "tolerations": [{"operator": "Exists"}],
+                        },
+                    }
+                ],
+            ),
+            "v1",
+            at("1.35"),
+            ["spec.devices.requests[0].exactly.tolerations"],
+            id="tolerations-dropped-while-gate-off-in-1.35",
+        ),
+        pytest.param(
+            claim("v1", [GPU]),
+            "v1",
+            at("1.33"),
+            ["apiVersion", "spec.devices.requests[0].firstAvailable"],
+            id="v1-and-first-available-in-1.33",
+        ),
+        pytest.param(
+            claim("v1", [NIC]),
+            "v1beta1",
+            at("1.38"),
+            ["apiVersion"],
+            id="v1beta1-gone-in-1.38",
+        ),
+        pytest.param(claim("v1", [NIC, GPU]), "v1beta1", Options(), [], id="nothing-lost"),
+    ],
+)
+def test_what_the_target_cannot_hold_is_a_loss(
+    doc: dict[str, Any], target: str, options: Options, expected: list[str]
+) -> None:
+    """Each field the target (in the chosen release) cannot hold is named, at the source path."""
+    assert sorted(loss_paths(doc, target, options)) == sorted(expected)
+
+
+def test_losses_say_why() -> None:
+    """A loss names the release and the reason, so a refusal can be acted on."""
+    doc = claim("v1", [{"name": "gpu", "exactly": {"deviceClassName": "g", "adminAccess": True}}])
+    source_version, dropped = convert_document(doc, "v1", options=at("1.33")).losses
+    assert "1.33" in source_version.reason and "does not exist" in source_version.reason
+    assert "1.33" in dropped.reason and "gate" in dropped.reason
+    assert str(dropped.path) == "spec.devices.requests[0].exactly.adminAccess"
+
+
+def test_changes_name_every_moved_field() -> None:
+    """`changes` lists the fields a conversion moved, added or removed."""
+    conversion = convert_document(claim("v1", [NIC]), "v1beta1")
+    changed = {str(c.path) for c in conversion.changes}
+    assert "apiVersion" in changed
+    assert "spec.devices.requests[0].exactly" in changed
+    assert "spec.devices.requests[0].deviceClassName" in changed
+
+
+def test_parallel_records_the_order_as_compact_json() -> None:
+    """nested → parallel writes `draguard.io/request-order` as a compact JSON list of names."""
+    out = convert_document(claim("v1", [GPU, NIC]), "parallel").document
+    assert out is not None
+    assert out["metadata"]["annotations"] == {"draguard.io/request-order": '["gpu","nic"]'}
+    assert [r["name"] for r in out["spec"]["devices"]["requests"]] == ["nic"]
+    assert out["spec"]["devices"]["prioritizedRequests"] == [
+        {"name": "gpu", "options": GPU["firstAvailable"]}
+    ]
+
+
+def test_all_prioritized_leaves_an_empty_requests_list() -> None:
+    """A document whose requests are all prioritized has `requests: []` (contract §4)."""
+    out = convert_document(claim("v1", [GPU]), "parallel").document
+    assert out is not None and out["spec"]["devices"]["requests"] == []
+
+
+def test_template_order_goes_on_the_objects_own_metadata() -> None:
+    """For a template the annotation sits on the top-level metadata, not `spec.metadata`."""
+    out = convert_document(template("v1", [GPU, NIC]), "parallel").document
+    assert out is not None
+    assert "draguard.io/request-order" in out["metadata"]["annotations"]
+    assert out["spec"]["metadata"] == {"labels": {"app": "x"}}
+
+
+def test_empty_first_available_next_to_exactly_stays_an_exact_request() -> None:
+    """`firstAvailable: []` counts as absent (rule 7): the request stays in `requests`, without it."""
+    doc = claim("v1", [{**NIC, "firstAvailable": []}])
+    conversion = convert_document(doc, "parallel")
+    assert conversion.lossless and conversion.document is not None
+    assert conversion.document["spec"]["devices"]["requests"] == [NIC]
+    back = convert_document(conversion.document, "v1")
+    assert back.lossless, [str(loss) for loss in back.losses]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [
+        pytest.param('["gpu","nic"]', ["gpu", "nic"], id="recorded-order"),
+        pytest.param(None, ["nic", "gpu"], id="no-annotation-exact-first"),
+        pytest.param('["gpu"]', ["nic", "gpu"], id="annotation-missing-a-name"),
+        pytest.param("not json", ["nic", "gpu"], id="annotation-unreadable"),
+    ],
+)
+def test_nested_puts_requests_back_in_the_recorded_order(
+    annotation: str | None, expected: list[str]
+) -> None:
+    """parallel → nested follows the annotation when it names exactly the requests, else exact first."""
+    doc = claim(
+        "v1",
+        [NIC],
+        prioritizedRequests=[{"name": "gpu", "options": GPU["firstAvailable"]}],
+    )
+    if annotation is not None:
+        doc["metadata"]["annotations"] = {"draguard.io/request-order": annotation, "keep": "me"}
+    out = convert_document(doc, "nested").document
+    assert out is not None
+    assert [r["name"] for r in out["spec"]["devices"]["requests"]] == expected
+    annotations = out["metadata"].get("annotations", {})
+    assert "draguard.io/request-order" not in annotations
+    assert annotations == ({"keep": "me"} if annotation is not None else {})
+
+
+@pytest.mark.parametrize("target", ["v1", "v1beta2", "v1beta1"])
+def test_parallel_to_a_version_is_nested_and_drops_the_annotation(target: str) -> None:
+    """A version target is what the apiserver returns: nested layout, no draguard annotation."""
+    parallel = convert_document(claim("v1", [GPU, NIC]), "parallel").document
+    out = convert_document(parallel, target).document
+    assert out is not None
+    assert "prioritizedRequests" not in out["spec"]["devices"]
+    assert [r["name"] for r in out["spec"]["devices"]["requests"]] == ["gpu", "nic"]
+    assert "annotations" not in out["metadata"]
+    assert out["apiVersion"] == f"resource.k8s.io/{target}"
+
+
+@pytest.mark.parametrize("target", ["parallel", "nested"])
+def test_layout_targets_add_no_defaults(target: str) -> None:
+    """parallel / nested are layout only: no allocationMode or count appears (contract §4)."""
+    out = convert_document(claim("v1beta1", [{"name": "nic", "deviceClassName": "n"}]), target)
+    assert out.document is not None
+    text = json.dumps(out.document)
+    assert "allocationMode" not in text and "count" not in text
+    assert out.document["apiVersion"] == "resource.k8s.io/v1beta1"
+
+
+def test_conversion_never_mutates_its_input() -> None:
+    """The caller's object is left as it was, whatever the target."""
+    doc = claim("v1beta1", [{"name": "nic", "deviceClassName": "n", "selectors": []}, GPU])
+    snapshot = json.dumps(doc, sort_keys=True)
+    for target in TARGETS:
+        convert_document(doc, target)
+    assert json.dumps(doc, sort_keys=True) == snapshot
