@@ -235,10 +235,19 @@ def _check_all(
     # An executor rather than a Pool: a worker that dies raises instead of hanging.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
+    with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_start_worker,
                              initargs=(options, validate)) as pool:
-        for results in pool.map(_check_batch, batches):
-            yield from results
+        futures = [pool.submit(_check_batch, batch) for batch in batches]
+        # This process is one of the `jobs`: it takes batches from the end for as long
+        # as no worker has started them (a queued batch can still be cancelled).
+        local: dict[int, list[DocumentResult]] = {}
+        for k in range(len(batches) - 1, -1, -1):
+            if not futures[k].cancel():
+                break
+            local[k] = [r for chunk in batches[k]
+                        for r in check_chunk(chunk, options=options, validate=validate)]
+        for k, future in enumerate(futures):
+            yield from local[k] if k in local else future.result()
 
 
 # --- workloads against the claims of the same input (issue 7 `pod-names-subrequest`) ---
