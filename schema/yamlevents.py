@@ -159,7 +159,8 @@ def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
             if in_map and key is _NO_KEY:
                 raise ComposerError(None, None, "mapping keys must be scalars", event.start_mark)
             is_map = cls is MappingStartEvent
-            _check_tag(event.tag, _MAP if is_map else _SEQ)
+            if event.tag is not None:
+                _check_tag(event.tag, _MAP if is_map else _SEQ)
             stack.append((container, key, children, key_mark, mark))
             container, children = ({}, {}) if is_map else ([], [])
             key, key_mark, mark, in_map = _NO_KEY, None, event.start_mark, is_map
