@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="draguard-bench-") as folder:
         paths = write_corpus(folder, args.documents, args.seed)
+        size = sum(os.path.getsize(p) for p in paths) / args.documents
         time_draguard(folder, 1, 1)  # warm-up: imports, CEL compile cache
         one = time_draguard(folder, 1, args.repeat)
         many = time_draguard(folder, args.jobs, args.repeat)
@@ -165,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     one_rate, one_cpu_rate, many_rate = n / one.wall, n / one.cpu, n / many.wall
     peer_rate, peer_cpu_rate = peer.results / peer.wall, peer.results / peer.cpu
     ratio, cpu_ratio = one_rate / peer_rate, one_cpu_rate / peer_cpu_rate
-    print(f"documents: {n} generated in {FILES} files; draguard: {one.results} results, "
-          f"exit {one.code}; best of {args.repeat} runs; cores: {os.cpu_count()}")
+    print(f"documents: {n} generated in {FILES} files, {size:.0f} bytes each on average; "
+          f"draguard: {one.results} results, exit {one.code}; best of {args.repeat} runs; "
+          f"cores: {os.cpu_count()}")
     print(f"draguard, 1 process:       {one_rate:8.0f} documents/s wall "
           f"({one.wall:.3f} s), {one_cpu_rate:8.0f}/s of CPU time")
     print(f"draguard, --jobs {args.jobs}:        {many_rate:8.0f} documents/s wall "
