@@ -8,6 +8,8 @@ inputs are named on stderr and the others are still checked.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -151,8 +153,14 @@ def _codes(values: Sequence[str]) -> list[str]:
 def _write(stream: TextIO, text: str) -> None:
     """Write text whatever the terminal's encoding (file names and values may be any text)."""
     try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-    stream.flush()
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(stream, "encoding", None) or "ascii"
+            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        stream.flush()
+    except BrokenPipeError:
+        # The reader went away (`draguard lint … | head`): stop quietly, and point the
+        # stream at /dev/null so that Python's flush at exit does not complain either.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())

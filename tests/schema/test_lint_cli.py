@@ -438,3 +438,15 @@ def test_dead_worker_is_exit_2(tmp_path: Path) -> None:
     path = _write(tmp_path, "many.yaml", "---\n".join([GOOD] * 200))
     code, _, err = _run(["--jobs", "2", path], validate=dying)
     assert code == 2 and "worker process died" in err
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
+    """When the reader of stdout goes away (`| head`), lint still ends with its exit code."""
+    bad = _write(tmp_path, "bad.yaml", BAD)
+    code = lint_cli.main([bad], stdout=_ClosedPipe(), stderr=io.StringIO())
+    assert code == 1
