@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -235,19 +235,27 @@ def _check_all(
     # An executor rather than a Pool: a worker that dies raises instead of hanging.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(jobs - 1, mp_context=context, initializer=_start_worker,
+    workers = jobs - 1
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                              initargs=(options, validate)) as pool:
-        futures = [pool.submit(_check_batch, batch) for batch in batches]
-        # This process is one of the `jobs`: it takes batches from the end for as long
-        # as no worker has started them (a queued batch can still be cancelled).
+        # This process is one of the `jobs`: workers take batches from the front (each
+        # kept two ahead), this process from the back, until they meet.
+        futures: dict[int, Future[list[DocumentResult]]] = {}
         local: dict[int, list[DocumentResult]] = {}
-        for k in range(len(batches) - 1, -1, -1):
-            if not futures[k].cancel():
-                break
-            local[k] = [r for chunk in batches[k]
-                        for r in check_chunk(chunk, options=options, validate=validate)]
-        for k, future in enumerate(futures):
-            yield from local[k] if k in local else future.result()
+        front, back = 0, len(batches) - 1
+        running: list[Future[list[DocumentResult]]] = []
+        while front <= back:
+            running = [f for f in running if not f.done()]
+            while front <= back and len(running) < 2 * workers:
+                futures[front] = pool.submit(_check_batch, batches[front])
+                running.append(futures[front])
+                front += 1
+            if front <= back:
+                local[back] = [r for chunk in batches[back]
+                               for r in check_chunk(chunk, options=options, validate=validate)]
+                back -= 1
+        for k in range(len(batches)):
+            yield from local[k] if k in local else futures[k].result()
 
 
 # --- workloads against the claims of the same input (issue 7 `pod-names-subrequest`) ---
