@@ -54,11 +54,13 @@ class SelectorVerdict:
 
 def check_selector(expression: str, path: FieldPath, *, release: Release) -> list[FieldError]:
     """Upstream's findings for one selector expression at `path`; never raises."""
-    if len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES:
+    # ≤ 4 bytes a character: short expressions need no encoding to know they fit.
+    if len(expression) * 4 > MAX_EXPRESSION_BYTES and (
+        len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES
+    ):
         return [too_long(path, MAX_EXPRESSION_BYTES)]
     try:
-        text = _without_surrogates(expression)
-        verdict = analyse_selector(text, consumable_capacity=release.consumable_capacity)
+        verdict = analyse_selector(expression, consumable_capacity=release.consumable_capacity)
     except Exception as exc:  # a library failure must never take the caller down
         return [internal_error(path, f"CEL checking failed: {exc}")]
     return verdict.errors(path, expression)
@@ -82,6 +84,7 @@ def cache_info() -> functools._CacheInfo:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _analyse(expression: str, consumable_capacity: bool) -> SelectorVerdict:
+    expression = _without_surrogates(expression)  # inside the cache: scanned once per expression
     if nesting_depth(expression, limit=RECURSION_LIMIT) > RECURSION_LIMIT:
         # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
         text = render_issues(expression, [Issue(-1, -1, recursion_message())])

@@ -17,7 +17,6 @@ from draguard.schema.cel import check_selector
 from draguard.schema.errors import (
     FieldError,
     duplicate,
-    forbidden,
     invalid,
     not_supported,
     required,

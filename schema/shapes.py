@@ -16,8 +16,10 @@ from functools import cache
 from typing import Any, Union
 
 from draguard.schema.errors import FieldError, malformed, unknown_field
-from draguard.schema.paths import FieldPath
+from draguard.schema.paths import FieldPath, MapKey, Segment
 from draguard.schema.releases import GROUP, Release
+
+Parts = tuple[Segment, ...]
 
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 VERSIONS = ("v1", "v1beta2", "v1beta1")
@@ -179,41 +181,40 @@ _DROP = object()
 def read(value: Any, node: Node, path: FieldPath, api_version: str) -> Reading:
     """Check `value` against `node`; return the clean copy and Unknown/Malformed findings."""
     findings: list[FieldError] = []
-    clean = _read(value, node, path, api_version, findings)
+    clean = _read(value, node, path.parts, api_version, findings)
     return Reading(None if clean is _DROP else clean, findings)
 
 
-def _read(value: Any, node: Node, path: FieldPath, api_version: str, out: list[FieldError]) -> Any:
+def _read(value: Any, node: Node, path: Parts, api_version: str, out: list[FieldError]) -> Any:
+    """`path` is a plain tuple here; a FieldPath is made only for a finding (hot loop)."""
     if isinstance(node, Obj):
         return _read_object(value, node, path, api_version, out)
     if isinstance(node, ListOf):
         if not isinstance(value, list):
-            out.append(malformed(path, f"expected array, got {json_type(value)}"))
+            out.append(malformed(FieldPath(path), f"expected array, got {json_type(value)}"))
             return _DROP
         items = []
         for i, item in enumerate(value):
-            clean = _read(item, node.item, path.index(i), api_version, out)
+            clean = _read(item, node.item, (*path, i), api_version, out)
             # A malformed item keeps its slot (as null) so later indexes stay the user's.
             items.append(None if clean is _DROP else clean)
         return items
     if isinstance(node, MapOf):
         if not isinstance(value, dict):
-            out.append(malformed(path, f"expected object, got {json_type(value)}"))
+            out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
             return _DROP
         result = {}
         for key, item in value.items():
-            clean = _read(item, node.value, path.key(str(key)), api_version, out)
+            clean = _read(item, node.value, (*path, MapKey(str(key))), api_version, out)
             if clean is not _DROP:
                 result[str(key)] = clean
         return result
     return _read_scalar(value, node, path, out)
 
 
-def _read_object(
-    value: Any, node: Obj, path: FieldPath, api_version: str, out: list[FieldError]
-) -> Any:
+def _read_object(value: Any, node: Obj, path: Parts, api_version: str, out: list[FieldError]) -> Any:
     if not isinstance(value, dict):
-        out.append(malformed(path, f"expected object, got {json_type(value)}"))
+        out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
         return _DROP
     result: dict[str, Any] = {}
     for key, item in value.items():
@@ -222,17 +223,19 @@ def _read_object(
             if node.open:
                 result[str(key)] = item
             else:
-                out.append(unknown_field(path.child(str(key)), f"{api_version} {node.type_name} has no such field"))
+                out.append(
+                    unknown_field(FieldPath((*path, str(key))), f"{api_version} {node.type_name} has no such field")
+                )
             continue
         if item is None and child is not RAW:
             continue
-        clean = _read(item, child, path.child(key), api_version, out)
+        clean = _read(item, child, (*path, key), api_version, out)
         if clean is not _DROP:
             result[key] = clean
     return result
 
 
-def _read_scalar(value: Any, node: Scalar, path: FieldPath, out: list[FieldError]) -> Any:
+def _read_scalar(value: Any, node: Scalar, path: Parts, out: list[FieldError]) -> Any:
     kind = node.kind
     if kind in ("any", "raw"):
         return value
@@ -243,17 +246,17 @@ def _read_scalar(value: Any, node: Scalar, path: FieldPath, out: list[FieldError
     elif kind == "integer":
         ok = isinstance(value, int) and not isinstance(value, bool)
         if ok and not _INT64_MIN <= value <= _INT64_MAX:
-            out.append(malformed(path, "integer out of int64 range"))
+            out.append(malformed(FieldPath(path), "integer out of int64 range"))
             return _DROP
     else:  # quantity: a number or a string in Kubernetes quantity syntax
         if isinstance(value, int | float) and not isinstance(value, bool):
             return value
         ok = isinstance(value, str) and bool(_QUANTITY_RE.fullmatch(value))
         if isinstance(value, str) and not ok:
-            out.append(malformed(path, f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
+            out.append(malformed(FieldPath(path), f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
             return _DROP
     if not ok:
-        out.append(malformed(path, f"expected {kind}, got {json_type(value)}"))
+        out.append(malformed(FieldPath(path), f"expected {kind}, got {json_type(value)}"))
         return _DROP
     return value
 

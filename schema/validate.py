@@ -7,11 +7,18 @@ never raise for bad input. The webhook, the linter and the converter all call th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from draguard.schema.advice import Advice, Version, advise_claim_spec, ignored_codes
+from draguard.schema.advice import (
+    IGNORE_ANNOTATION,
+    Advice,
+    Version,
+    advise_claim_spec,
+    ignored_codes,
+)
 from draguard.schema.conversion import (
     ORDER_ANNOTATION,
     Origin,
@@ -123,16 +130,123 @@ def _spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], F
 
 
 def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
-    """Validate one object as the apiserver would on create."""
+    """Validate one object as the apiserver would on create.
+
+    The verdict on everything but `metadata` is remembered per distinct content (see
+    `_SpecMemo`): the claims a controller makes from one template, one per pod,
+    differ only in their metadata, so only that is validated again.
+    """
     doc_type = identify(obj)
     if doc_type is None:
         return _skipped(obj)
+    key = _MEMO.key(obj, options)
+    remembered = _MEMO.get(key)
+    if remembered is not None:
+        verdict = _from_memo(obj, doc_type, options, remembered)
+        if verdict is not None:
+            return verdict
     prepared = prepare(obj, doc_type, options)
     if prepared.findings:
         # §3.0 step 1: the apiserver answers a decoding error (400) before any rule runs.
         return _verdict(prepared, list(prepared.findings))
-    errors = list(_create_errors(prepared, options))
-    return _verdict(prepared, errors, tuple(advise(prepared, options)))
+    admin = tuple(_admin_access_errors(prepared.claim_spec, options))
+    spec_errors = tuple(_spec_errors(prepared, options))
+    warnings = tuple(advise(prepared, options))
+    _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared))
+    meta_errors = validate_object_meta(prepared.document["metadata"], FieldPath.root("metadata"))
+    return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class _Remembered:
+    """What a verdict holds that depends on nothing in `metadata` (but the annotations in the key)."""
+
+    admin_errors: tuple[FieldError, ...]
+    spec_errors: tuple[FieldError, ...]  # template spec.metadata, then the claim spec
+    warnings: tuple[Advice, ...]
+    prepared: Prepared  # read-only from here on
+
+
+class _SpecMemo:
+    """A bounded memo of spec verdicts, keyed by the canonical JSON of all but `metadata`.
+
+    The key also holds the annotations that change a verdict (request order, ignored
+    codes) and every option except the default namespace. Plain dict operations only,
+    so concurrent threads need no lock; when full it starts again.
+    """
+
+    MAX_ENTRIES = 1024
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Remembered] = {}
+
+    def key(self, obj: dict[str, Any], options: Options) -> str | None:
+        meta = obj.get("metadata")
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        relevant = (
+            {k: annotations.get(k) for k in (ORDER_ANNOTATION, IGNORE_ANNOTATION)}
+            if isinstance(annotations, dict)
+            else None
+        )
+        labels = options.namespace_labels
+        try:
+            return json.dumps(
+                [
+                    {k: v for k, v in obj.items() if k != "metadata"},
+                    relevant,
+                    options.release.minor,
+                    options.kubernetes_patch,
+                    sorted(options.profiles),
+                    None if labels is None else sorted(labels.items()),
+                ],
+                sort_keys=True,
+                separators=(",", ":"),
+            )
+        except (TypeError, ValueError):  # not JSON (NaN, odd keys): validate without the memo
+            return None
+
+    def get(self, key: str | None) -> _Remembered | None:
+        return None if key is None else self._entries.get(key)
+
+    def put(self, key: str | None, remembered: _Remembered) -> None:
+        if key is None:
+            return
+        if len(self._entries) >= self.MAX_ENTRIES:
+            self._entries = {}
+        self._entries[key] = remembered
+
+
+_MEMO = _SpecMemo()
+
+
+def _from_memo(
+    obj: dict[str, Any], doc_type: DocumentType, options: Options, remembered: _Remembered
+) -> Verdict | None:
+    """A verdict from the memo plus fresh metadata checks; None when metadata needs the full path."""
+    node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
+    meta_node = node.fields["metadata"]
+    reading = read(
+        obj.get("metadata", {}), meta_node, FieldPath.root("metadata"), doc_type.api_version
+    )
+    if reading.findings or not isinstance(reading.value, dict):
+        return None
+    meta: dict[str, Any] = reading.value
+    if options.default_namespace and not meta.get("namespace"):
+        meta["namespace"] = options.default_namespace
+    prepared = remembered.prepared
+    document = {**prepared.document, "metadata": meta}
+    fresh = Prepared(
+        doc_type,
+        document,
+        prepared.claim_spec,
+        prepared.spec_path,
+        [],
+        prepared.origins,
+        prepared.dropped,
+    )
+    meta_errors = validate_object_meta(meta, FieldPath.root("metadata"))
+    errors = [*remembered.admin_errors, *meta_errors, *remembered.spec_errors]
+    return _verdict(fresh, errors, remembered.warnings)
 
 
 def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
@@ -161,10 +275,15 @@ def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
 
 def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
     """§3.0 step 5, in upstream's order (§3.4)."""
+    yield from _admin_access_errors(prepared.claim_spec, options)
+    yield from validate_object_meta(prepared.document["metadata"], FieldPath.root("metadata"))
+    yield from _spec_errors(prepared, options)
+
+
+def _spec_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
+    """Template `spec.metadata`, then the claim spec (at the parallel paths for that shape)."""
     rules = Rules(options.release)
     document, kind = prepared.document, prepared.doc_type.kind
-    yield from _admin_access_errors(prepared.claim_spec, options)
-    yield from validate_object_meta(document["metadata"], FieldPath.root("metadata"))
     if kind == "ResourceClaimTemplate":
         yield from validate_template_meta(
             document["spec"].get("metadata", {}), FieldPath.root("spec", "metadata")

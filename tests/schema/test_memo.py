@@ -1,0 +1,92 @@
+"""The spec memo: claims that share a spec (one per pod from a template) get exact verdicts."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from draguard.schema.options import Options
+from draguard.schema.releases import release
+from draguard.schema.validate import validate_object
+
+SPEC = {
+    "devices": {
+        "requests": [
+            {
+                "name": "gpu",
+                "firstAvailable": [
+                    {"name": "a", "deviceClassName": "a.example.com"},
+                    {"name": "b", "deviceClassName": "b.example.com", "count": 2},
+                ],
+            },
+            {"name": "adm", "exactly": {"deviceClassName": "c.example.com", "adminAccess": True}},
+        ],
+        "config": [{"requests": ["gpu"], "opaque": {"driver": "a.example.com", "parameters": {}}}],
+    }
+}
+
+
+def claim(meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": meta,
+        "spec": copy.deepcopy(SPEC),
+    }
+
+
+def pairs(obj: dict[str, Any], **options: Any) -> list[tuple[str, str]]:
+    return [
+        (e.type.value, e.field) for e in validate_object(obj, options=Options(**options)).errors
+    ]
+
+
+def test_metadata_is_checked_on_every_call() -> None:
+    """A remembered spec does not hide the next claim's own metadata errors."""
+    assert pairs(claim({"name": "pod-a-gpu", "namespace": "ml"})) == []
+    assert pairs(claim({"name": "Bad_Name", "namespace": "ml"})) == [("Invalid", "metadata.name")]
+    assert pairs(claim({"name": "pod-b-gpu"})) == [("Required", "metadata.namespace")]
+    verdict = validate_object(claim({"name": "pod-c-gpu", "namespace": "ml"}))
+    assert (verdict.name, verdict.namespace) == ("pod-c-gpu", "ml")
+
+
+def test_malformed_metadata_after_a_remembered_spec() -> None:
+    """A metadata decoding error still stops the rules, as on the first call."""
+    validate_object(claim({"name": "x", "namespace": "ml"}))
+    assert pairs(claim({"name": 5, "namespace": "ml"})) == [("Malformed", "metadata.name")]
+
+
+def test_ignore_annotation_is_part_of_the_key() -> None:
+    """Silencing a warning on one claim does not silence it on the next."""
+    codes = lambda meta: {w.code for w in validate_object(claim(meta)).warnings}  # noqa: E731
+    silenced = {
+        "name": "x",
+        "namespace": "ml",
+        "annotations": {"draguard.io/ignore": "config-names-parent"},
+    }
+    assert "config-names-parent" not in codes(silenced)
+    assert "config-names-parent" in codes({"name": "y", "namespace": "ml"})
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({}, [("Forbidden", "spec.devices.requests[1].adminAccess")]),
+        ({"resource.kubernetes.io/admin-access": "true"}, []),
+        (None, []),
+    ],
+)
+def test_options_are_part_of_the_key(
+    labels: dict[str, str] | None, expected: list[tuple[str, str]]
+) -> None:
+    """Namespace labels and releases give their own verdicts for the same spec."""
+    assert pairs(claim({"name": "x", "namespace": "ml"}), namespace_labels=labels) == expected
+
+
+def test_release_is_part_of_the_key() -> None:
+    """The same spec is judged by each release's own rules."""
+    obj = claim({"name": "x", "namespace": "ml"})
+    obj["apiVersion"] = "resource.k8s.io/v1beta2"
+    assert pairs(obj) == []
+    assert pairs(obj, release=release("1.33")) == [("Required", "spec.devices.requests[0]")]
