@@ -10,10 +10,13 @@ comments and layout. New keys go after the nearest preceding key of the new valu
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 
 def round_trip_yaml() -> YAML:
@@ -76,8 +79,25 @@ def _same_scalar(old: Any, new: Any) -> bool:
     return (type(old) is type(new) and old == new) or (isinstance(old, str) and old == new)
 
 
+# kubectl reads YAML with go-yaml's YAML 1.1 rules, where `yes`, `off`, `0777` or `1:20`
+# are not strings; ruamel writes YAML 1.2 and would leave them plain. PyYAML resolves
+# plain scalars by the 1.1 rules, so it says which new strings need quotes.
+_resolve_yaml11: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = (
+    yaml.resolver.Resolver().resolve
+)
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _quoted_if_ambiguous(value: str) -> Any:
+    if _resolve_yaml11(yaml.ScalarNode, value, (True, False)) == _STR_TAG:
+        return value
+    return DoubleQuotedScalarString(value)
+
+
 def _plain_to_node(value: Any) -> Any:
     """Plain containers become round-trip containers so later edits can keep styles."""
+    if type(value) is str:  # not a ruamel scalar that keeps its own quoting
+        return _quoted_if_ambiguous(value)
     if isinstance(value, dict) and not isinstance(value, CommentedMap):
         out = CommentedMap()
         for k, v in value.items():
