@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,16 @@ from draguard.schema.cli.fix import _write_atomically
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, release
-from draguard.schema.sources import STDIN, STDIN_NAME, Unreadable, expand_paths, read_source
+from draguard.schema.sources import (
+    STDIN,
+    STDIN_NAME,
+    Chunk,
+    Source,
+    Unreadable,
+    expand_paths,
+    read_source,
+    split_documents,
+)
 from draguard.schema.yamledit import (
     apply,
     check_expansion,
@@ -92,38 +102,77 @@ def main(argv: Sequence[str]) -> int:
 def convert_file(
     path: str, target: str, *, options: Options, allow_loss: bool
 ) -> FileResult | None:
-    """Convert the DRA documents of one file; None when it cannot be read (named on stderr)."""
+    """Convert the DRA documents of one file; None when it cannot be read (named on stderr).
+
+    Only the text of a converted document is rewritten; everything between documents
+    (markers, comment-only pieces, other documents) is copied byte for byte, so a
+    file reads back exactly as before wherever nothing was converted.
+    """
     source = read_source(path)
     if isinstance(source, Unreadable):
         print(f"draguard convert: cannot read {source.name}: {source.reason}", file=sys.stderr)
         return None
-    try:
-        documents = load_documents(source.text)
-        for document in documents:
-            check_expansion(document, 10_000 + 10 * len(source.text))
-    # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
-    # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
-    except (YAMLError, ValueError, RecursionError) as exc:
-        print(
-            f"draguard convert: {source.name}: not valid YAML: {exc}".replace("\n", " "),
-            file=sys.stderr,
-        )
-        return None
-    changed = refused = False
-    for number, document in enumerate(documents):
-        outcome = _convert_one(source.name, number, document, target, options, allow_loss)
-        if outcome is None:
-            continue
+    pieces, done, changed, refused = [], 0, False, False
+    for chunk, start in _located_chunks(source):
+        try:
+            outcome = _convert_chunk(chunk, target, options, allow_loss)
+        # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
+        # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
+        except (YAMLError, ValueError, RecursionError) as exc:
+            print(
+                f"draguard convert: {source.name}: not valid YAML: {exc}".replace("\n", " "),
+                file=sys.stderr,
+            )
+            return None
         if outcome == "refused":
             refused = True
-        else:
-            documents[number] = outcome
-            changed = True
-    if source.format == "json" and len(documents) == 1:
-        text = json.dumps(to_plain(documents[0]), indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = dump_documents(documents) if changed else source.text
-    return FileResult(source.name, text, changed, refused)
+        elif outcome is not None:
+            pieces += [source.text[done:start], outcome]
+            done, changed = start + len(chunk.text), True
+    pieces.append(source.text[done:])
+    return FileResult(source.name, "".join(pieces), changed, refused)
+
+
+def _located_chunks(source: Source) -> list[tuple[Chunk, int]]:
+    """Each document with the offset of its first character in the source text."""
+    line_starts = [0] + [i + 1 for i, c in enumerate(source.text) if c == "\n"]
+    located = []
+    for chunk in split_documents(source):
+        start = line_starts[chunk.line] + chunk.column
+        assert source.text.startswith(chunk.text, start), "documents are slices of the text"
+        located.append((chunk, start))
+    return located
+
+
+# Kept verbatim around a rewritten document: directives and the `---` line before it
+# (ruamel does not write them back), a `...` line after it (it separates documents).
+_HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
+_TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
+
+
+def _convert_chunk(chunk: Chunk, target: str, options: Options, allow_loss: bool) -> str | None:
+    """The new text of one document, "refused", or None to leave it as it is."""
+    if chunk.format == "json":
+        document: Any = json.loads(chunk.text)
+        outcome = _convert_one(chunk.file, chunk.index, document, target, options, allow_loss)
+        if outcome is None or outcome == "refused":
+            return None if outcome is None else "refused"
+        return json.dumps(to_plain(outcome), indent=2, ensure_ascii=False)
+    head = _HEAD.match(chunk.text)
+    body_start = head.end() if head else 0
+    tail = _TAIL.search(chunk.text, body_start)
+    body_end = tail.start() if tail else len(chunk.text)
+    documents = load_documents(chunk.text[body_start:body_end])
+    if len(documents) != 1:
+        return None
+    check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
+    outcome = _convert_one(chunk.file, chunk.index, documents[0], target, options, allow_loss)
+    if outcome is None or outcome == "refused":
+        return None if outcome is None else "refused"
+    before = chunk.text[:body_start]
+    if not head and chunk.text.startswith("---"):
+        before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
+    return before + dump_documents([outcome]) + chunk.text[body_end:]
 
 
 def _convert_one(

@@ -1,0 +1,290 @@
+"""`draguard convert` as a command (issue 3 §1, contract §4): output, refusals, files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from draguard.schema.cli.convert import main
+
+MIXED = """\
+# A comment at the top of the file stays.
+apiVersion: v1
+kind: ConfigMap   # not DRA: untouched
+metadata:
+  name: settings
+data: {mode: "on"}
+---
+# the claim
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata:
+  name: mixed    # keep this comment
+  namespace: ml
+  labels: {team: vision}
+spec:
+  devices:
+    requests:
+    # the network card
+    - name: nic
+      deviceClassName: nic.example.com
+    - name: gpu
+      firstAvailable:
+      - {name: big, deviceClassName: gpu.example.com}
+"""
+
+AMBIGUOUS = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: ambiguous, namespace: ml}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      selectors: []
+      adminAccess: false
+      firstAvailable:
+      - {name: big, deviceClassName: gpu.example.com}
+    - name: fpga
+      deviceClassName: fpga.example.com
+      firstAvailable:
+      - {name: big, deviceClassName: fpga.example.com}
+"""
+
+TOLERATIONS = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: tainted, namespace: ml}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        tolerations: [{key: example.com/flaky, operator: Exists}]
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def docs(text: str) -> list[Any]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def test_one_file_prints_its_documents_in_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One file: its documents in order, the DRA one converted, the other untouched."""
+    status, out, _ = run(["--to", "v1", str(write(tmp_path, "m.yaml", MIXED))], capsys)
+    assert status == 0
+    config_map, claim = docs(out)
+    assert config_map == docs(MIXED)[0]
+    assert claim["apiVersion"] == "resource.k8s.io/v1"
+    assert [r["name"] for r in claim["spec"]["devices"]["requests"]] == ["nic", "gpu"]
+    assert "# file:" not in out
+
+
+def test_comments_and_key_order_survive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Comments, key order and flow styles of what did not move are kept (ruamel round trip)."""
+    _, out, _ = run(["--to", "v1", str(write(tmp_path, "m.yaml", MIXED))], capsys)
+    for kept in (
+        "# A comment at the top of the file stays.",
+        "kind: ConfigMap   # not DRA: untouched",
+        'data: {mode: "on"}',
+        "# the claim",
+        "name: mixed    # keep this comment",
+        "labels: {team: vision}",
+        "# the network card",
+    ):
+        assert kept in out
+    claim_text = out.split("# the claim", 1)[1]
+    keys = [line.split(":")[0] for line in claim_text.splitlines() if line[:1].isalpha()]
+    assert keys == ["apiVersion", "kind", "metadata", "spec"]
+
+
+def test_documents_nothing_converts_are_copied_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Markers, comment-only pieces and unconverted documents come out exactly as written."""
+    text = "---\n# only a comment\n---\n" + MIXED.split("---\n")[0] + "...\n---\n" + AMBIGUOUS
+    text += "---\n"
+    status, out, _ = run(["--to", "v1", str(write(tmp_path, "x.yaml", text))], capsys)
+    assert status == 1  # the ambiguous claim is refused, so nothing changes at all
+    assert out == text
+
+
+def test_a_converted_document_keeps_its_markers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The `---` line (with its comment) before and a `...` after a converted document stay."""
+    claim = MIXED.split("---\n")[1]
+    text = "--- # first\n" + claim + "...\n---\n# trailing comment-only piece\n"
+    status, out, _ = run(["--to", "v1beta2", str(write(tmp_path, "x.yaml", text))], capsys)
+    assert status == 0
+    assert out.startswith("--- # first\n# the claim\napiVersion: resource.k8s.io/v1beta2\n")
+    assert out.endswith("...\n---\n# trailing comment-only piece\n")
+    assert "null" not in out
+
+
+def test_several_files_are_each_preceded_by_their_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Several files: each preceded by `# file: NAME`, in the order given."""
+    first, second = write(tmp_path, "a.yaml", MIXED), write(tmp_path, "b.yaml", TOLERATIONS)
+    status, out, _ = run(["--to", "parallel", str(first), str(second)], capsys)
+    assert status == 0
+    headers = [line for line in out.splitlines() if line.startswith("# file: ")]
+    assert headers == [f"# file: {first}", f"# file: {second}"]
+    assert docs(out.split(f"# file: {second}\n")[1])[0]["kind"] == "ResourceClaim"
+
+
+def test_refused_documents_are_named_with_every_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1; stderr names the file, the document and each field the target cannot hold."""
+    path = write(tmp_path, "amb.yaml", MIXED + "---\n" + AMBIGUOUS)
+    status, out, err = run(["--to", "v1", str(path)], capsys)
+    assert status == 1
+    refused = [line for line in err.splitlines() if "refused" in line]
+    assert len(refused) == 2
+    assert all(line.startswith(f"{path}: document 2: refused: ") for line in refused)
+    assert {line.split("refused: ")[1].split(":")[0] for line in refused} == {
+        "spec.devices.requests[0]",
+        "spec.devices.requests[1]",
+    }
+    _, converted, untouched = docs(out)
+    assert converted["apiVersion"] == "resource.k8s.io/v1"
+    assert untouched == docs(AMBIGUOUS)[0]
+
+
+def test_allow_loss_converts_and_lists_what_was_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--allow-loss`: exit 0, the dropped field named on stderr and gone from the output."""
+    path = write(tmp_path, "t.yaml", TOLERATIONS)
+    argv = ["--to", "v1", "--kubernetes-version", "1.35", str(path)]
+    assert run(argv, capsys)[0] == 1
+    status, out, err = run([*argv, "--allow-loss"], capsys)
+    assert status == 0
+    assert "dropped: spec.devices.requests[0].exactly.tolerations" in err
+    assert "tolerations" not in out
+
+
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [
+        pytest.param("1.35", 1, id="tolerations-gate-off"),
+        pytest.param("1.36", 0, id="tolerations-gate-on"),
+        pytest.param("v1.37.2", 0, id="patch-level-accepted"),
+        pytest.param("1.32", 2, id="unknown-release"),
+        pytest.param("latest", 2, id="not-a-version"),
+    ],
+)
+def test_kubernetes_version_selects_the_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str, status: int
+) -> None:
+    """`--kubernetes-version` picks the release whose gates apply; a bad one is a usage error."""
+    path = write(tmp_path, "t.yaml", TOLERATIONS)
+    assert run(["--to", "v1", "--kubernetes-version", version, str(path)], capsys)[0] == status
+
+
+def test_in_place_rewrites_only_files_that_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--in-place` writes converted files back, prints nothing, leaves other files alone."""
+    claim, other = write(tmp_path, "c.yaml", MIXED), write(tmp_path, "o.yaml", "a: 1  # x\n")
+    before = other.stat().st_mtime_ns
+    status, out, _ = run(["--to", "v1", "--in-place", str(claim), str(other)], capsys)
+    assert status == 0 and out == ""
+    assert docs(claim.read_text())[1]["apiVersion"] == "resource.k8s.io/v1"
+    assert "# keep this comment" in claim.read_text()
+    assert other.read_text() == "a: 1  # x\n" and other.stat().st_mtime_ns == before
+
+
+def test_folders_are_walked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder argument converts its *.yaml / *.yml / *.json files, each named."""
+    write(tmp_path, "a.yaml", MIXED)
+    write(tmp_path, "b.yml", TOLERATIONS)
+    write(tmp_path, "notes.txt", "not a manifest")
+    status, out, _ = run(["--to", "v1beta2", str(tmp_path)], capsys)
+    assert status == 0
+    assert out.count("# file: ") == 2 and "notes.txt" not in out
+
+
+def test_json_input_gives_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A JSON file is converted to JSON."""
+    path = write(tmp_path, "c.json", json.dumps(docs(MIXED)[1]))
+    status, out, _ = run(["--to", "v1", str(path)], capsys)
+    assert status == 0
+    assert json.loads(out)["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param(["x.yaml"], 2, id="no-target"),
+        pytest.param(["--to", "v2", "x.yaml"], 2, id="unknown-target"),
+        pytest.param(["--to", "v1"], 2, id="no-path"),
+        pytest.param(["--to", "v1", "--in-place", "-"], 2, id="in-place-stdin"),
+        pytest.param(["--to", "v1", "/nonexistent/x.yaml"], 2, id="missing-file"),
+        pytest.param(["--help"], 0, id="help"),
+    ],
+)
+def test_usage_errors_exit_2(
+    argv: list[str], expected: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad options and unreadable input exit 2 (contract §4); `--help` exits 0."""
+    assert run(argv, capsys)[0] == expected
+
+
+def test_unparsable_yaml_exits_2_and_says_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that is not YAML is named on stderr and left out of the output."""
+    path = write(tmp_path, "bad.yaml", "a: [unclosed\n")
+    status, out, err = run(["--to", "v1", str(path)], capsys)
+    assert status == 2 and out == "" and "bad.yaml" in err
+
+
+def test_new_strings_are_safe_for_yaml_1_1_readers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A moved string such as "yes" or "0777" is quoted: kubectl reads YAML 1.1, where they are not strings."""
+    text = TOLERATIONS.replace(
+        "tolerations: [{key: example.com/flaky, operator: Exists}]",
+        'tolerations: [{key: "no", operator: Equal, value: "yes"}, {key: "0777", operator: Exists}]',
+    )
+    status, out, _ = run(["--to", "v1beta1", str(write(tmp_path, "t.yaml", text))], capsys)
+    assert status == 0
+    (claim,) = docs(out)  # PyYAML resolves plain scalars by the YAML 1.1 rules
+    tolerations = claim["spec"]["devices"]["requests"][0]["tolerations"]
+    assert [t["key"] for t in tolerations] == ["no", "0777"]
+    assert tolerations[0]["value"] == "yes"
+
+
+def test_stdin_is_read_with_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    """`-` reads the manifest from stdin (run as a real process)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "draguard.webhook.main", "convert", "--to", "v1", "-"],
+        input=TOLERATIONS,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert docs(result.stdout)[0]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
