@@ -1,0 +1,139 @@
+"""Benchmark: objects per second for every conversion of a typical claim (issue 3).
+
+    .venv/bin/python bench/convert.py [--seconds 1.0] [--target 5000]
+
+One process, one thread (so: one core). For each source shape (v1, v1beta2, v1beta1,
+parallel) and each target (v1, v1beta2, v1beta1, parallel, nested), times
+`convert_document` on a typical claim — one exact request with a CEL selector and a
+toleration, one prioritized request with three alternatives, a constraint and an
+opaque config — and prints objects/s and µs per object. Also times the whole
+round-trip proof (`round_trips`: 12 ordered shape pairs) and the YAML path of
+`draguard convert` (`convert_file`: read, ruamel load, convert, dump) per document.
+
+Target (issue 3): at least 5,000 objects/s on one core for every conversion of the
+typical claim. Exit status 0 when every conversion meets it, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import redirect_stderr
+from pathlib import Path
+from typing import Any
+
+import yaml
+from draguard.schema.cli.convert import convert_file
+from draguard.schema.convert import TARGETS, convert_document
+from draguard.schema.options import DEFAULT_OPTIONS
+from draguard.schema.roundtrip import round_trips
+
+TARGET_PER_SECOND = 5000
+
+TYPICAL = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: trainer
+  namespace: team-a
+  labels: {app: trainer}
+spec:
+  devices:
+    requests:
+    - name: nic
+      exactly:
+        deviceClassName: nic.example.com
+        selectors:
+        - cel: {expression: 'device.attributes["nic.example.com"].speed >= 100'}
+        tolerations:
+        - {key: example.com/maintenance, operator: Exists, effect: NoSchedule}
+    - name: gpu
+      firstAvailable:
+      - name: h100
+        deviceClassName: h100.nvidia.com
+        selectors:
+        - cel: {expression: 'device.driver == "gpu.nvidia.com"'}
+      - {name: a100, deviceClassName: a100.nvidia.com, count: 2}
+      - {name: t4, deviceClassName: t4.nvidia.com, count: 4}
+    constraints:
+    - requests: [nic, gpu]
+      matchAttribute: resource.kubernetes.io/pcieRoot
+    config:
+    - requests: [gpu]
+      opaque:
+        driver: gpu.nvidia.com
+        parameters: {sharing: {strategy: TimeSlicing}}
+"""
+
+SOURCES = ("v1", "v1beta2", "v1beta1", "parallel")
+
+
+def rate(call: Callable[[], object], seconds: float) -> float:
+    """Calls per CPU second of this process, over at least `seconds`, after a warm-up.
+
+    CPU time, not wall time: "per second on one core" is what the target asks, and the
+    machines this runs on are shared (CI runs everything on 2 cores at once).
+    """
+    for _ in range(50):
+        call()
+    calls, start = 0, time.process_time()
+    while True:
+        for _ in range(100):
+            call()
+        calls += 100
+        elapsed = time.process_time() - start
+        if elapsed >= seconds:
+            return calls / elapsed
+
+
+def in_shape(shape: str) -> dict[str, Any]:
+    base = yaml.safe_load(TYPICAL)
+    document = convert_document(base, shape, options=DEFAULT_OPTIONS).document
+    assert document is not None
+    return document
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    parser.add_argument("--target", type=int, default=TARGET_PER_SECOND, help="objects/s")
+    args = parser.parse_args(argv)
+
+    print(f"{'from':10}{'to':10}{'objects/s':>12}{'µs/object':>12}")
+    slowest = float("inf")
+    for source in SOURCES:
+        document = in_shape(source)
+        for target in TARGETS:
+            per_second = rate(lambda d=document, t=target: convert_document(d, t), args.seconds)
+            slowest = min(slowest, per_second)
+            print(f"{source:10}{target:10}{per_second:12,.0f}{1e6 / per_second:12.1f}")
+
+    v1 = in_shape("v1")
+    proofs = rate(lambda: round_trips(v1), args.seconds)
+    print(f"\nround_trips (12 ordered pairs): {proofs:,.0f} documents/s")
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "claim.yaml"
+        path.write_text(TYPICAL)
+
+        def cli() -> None:
+            with redirect_stderr(io.StringIO()):
+                convert_file(str(path), "v1beta1", options=DEFAULT_OPTIONS, allow_loss=False)
+
+        print(
+            f"convert_file YAML → v1beta1 (ruamel round trip): {rate(cli, args.seconds):,.0f} documents/s"
+        )
+
+    met = slowest >= args.target
+    print(
+        f"\nslowest conversion: {slowest:,.0f} objects/s; target {args.target:,}: {'met' if met else 'NOT met'}"
+    )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
