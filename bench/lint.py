@@ -43,14 +43,22 @@ JOBS_TARGET = 7_500.0
 VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
-def make_request(rng: random.Random, version: str, name: str, *, bad: bool) -> dict[str, Any]:
-    """A prioritized request (or an exact one) in the shape of `version`."""
+def make_request(
+    rng: random.Random, version: str, name: str, *, bad: bool, n: int
+) -> dict[str, Any]:
+    """A prioritized request (or an exact one) in the shape of `version`.
+
+    Class names carry the document number `n`, so that no two documents share a spec:
+    in a repository each document is different, and the rule set remembers the
+    verdicts of repeated specs (claims made from one template), which would flatter it.
+    Selectors repeat, as they do in practice (one per device class).
+    """
     if rng.random() < 0.3:
-        exact = {"deviceClassName": f"{name}.example.com", "count": rng.randint(1, 4)}
+        exact = {"deviceClassName": f"{name}.c{n}.example.com", "count": rng.randint(1, 4)}
         return {"name": name, **exact} if version == "v1beta1" else {"name": name, "exactly": exact}
     count = 9 if bad and rng.random() < 0.5 else rng.randint(1, 4)
     subs = [
-        {"name": f"opt-{j}", "deviceClassName": f"gpu-{j}.example.com", "count": j + 1,
+        {"name": f"opt-{j}", "deviceClassName": f"gpu-{j}.c{n}.example.com", "count": j + 1,
          "selectors": [{"cel": {"expression": f'device.driver == "gpu-{j}.example.com"'}}]}
         for j in range(count)
     ]
@@ -62,7 +70,7 @@ def make_request(rng: random.Random, version: str, name: str, *, bad: bool) -> d
 def make_document(rng: random.Random, n: int) -> dict[str, Any]:
     version = VERSIONS[n % len(VERSIONS)]
     bad = rng.random() < 0.2
-    requests = [make_request(rng, version, f"req-{i}", bad=bad and i == 0)
+    requests = [make_request(rng, version, f"req-{i}", bad=bad and i == 0, n=n)
                 for i in range(rng.randint(1, 3))]
     devices: dict[str, Any] = {"requests": requests}
     if len(requests) > 1:
