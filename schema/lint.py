@@ -26,6 +26,7 @@ from draguard.schema.errors import FieldError
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath, Segment
 from draguard.schema.report import DocumentResult, Finding, LintWarning
+from draguard.schema.shapes import json_type
 from draguard.schema.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
 from draguard.schema.validate import Verdict, validate_object
 from draguard.schema.workloads import POD_SPEC_PATHS, check_workload, index_claims
@@ -103,7 +104,8 @@ def _check_object(
 ) -> DocumentResult:
     chunk = located.chunk
     if not isinstance(obj, dict):
-        err = errors.malformed(FieldPath(), f"expected an object, found {_json_type(obj)}")
+        # The rule set's wording for a wrong JSON type (`shapes.read`).
+        err = errors.malformed(FieldPath(), f"expected object, got {json_type(obj)}")
         line, column = located.place([prefix])
         return DocumentResult(chunk.file, chunk.index, None, None, None, None,
                               (_finding(err, line, column),), item=item, line=line)
@@ -196,18 +198,6 @@ def _crashed(
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
 
 
 # --- running over many documents ------------------------------------------------------

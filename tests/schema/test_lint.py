@@ -198,8 +198,8 @@ def test_broken_document_is_malformed_and_the_rest_is_checked() -> None:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        pytest.param("just text\n", "found a string", id="scalar"),
-        pytest.param("- a\n- b\n", "found a list", id="list"),
+        pytest.param("just text\n", "expected object, got string", id="scalar"),
+        pytest.param("- a\n- b\n", "expected object, got array", id="list"),
     ],
 )
 def test_non_object_document_is_malformed(text: str, words: str) -> None:
