@@ -115,7 +115,7 @@ def convert_file(
     pieces, done, changed, refused = [], 0, False, False
     for chunk, start in _located_chunks(source):
         try:
-            outcome = _convert_chunk(chunk, target, options, allow_loss)
+            outcome, chunk_refused = _convert_chunk(chunk, target, options, allow_loss)
         # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
         # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
         except (YAMLError, ValueError, RecursionError) as exc:
@@ -124,9 +124,8 @@ def convert_file(
                 file=sys.stderr,
             )
             return None
-        if outcome == "refused":
-            refused = True
-        elif outcome is not None:
+        refused = refused or chunk_refused
+        if outcome is not None:
             pieces += [source.text[done:start], outcome]
             done, changed = start + len(chunk.text), True
     pieces.append(source.text[done:])
@@ -150,44 +149,75 @@ _HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(
 _TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
 
 
-def _convert_chunk(chunk: Chunk, target: str, options: Options, allow_loss: bool) -> str | None:
-    """The new text of one document, "refused", or None to leave it as it is."""
+def _convert_chunk(
+    chunk: Chunk, target: str, options: Options, allow_loss: bool
+) -> tuple[str | None, bool]:
+    """The new text of one document (None: leave it as it is), and whether anything was refused."""
     if chunk.format == "json":
         document: Any = json.loads(chunk.text)
-        outcome = _convert_one(chunk.file, chunk.index, document, target, options, allow_loss)
-        if outcome is None or outcome == "refused":
-            return None if outcome is None else "refused"
-        return json.dumps(to_plain(outcome), indent=2, ensure_ascii=False)
+        outcome, refused = _convert_one(
+            chunk.file, chunk.index, document, target, options, allow_loss
+        )
+        if outcome is None:
+            return None, refused
+        return json.dumps(to_plain(outcome), indent=2, ensure_ascii=False), refused
     head = _HEAD.match(chunk.text)
     body_start = head.end() if head else 0
     tail = _TAIL.search(chunk.text, body_start)
     body_end = tail.start() if tail else len(chunk.text)
     documents = load_documents(chunk.text[body_start:body_end])
     if len(documents) != 1:
-        return None
+        return None, False
     check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
-    outcome = _convert_one(chunk.file, chunk.index, documents[0], target, options, allow_loss)
-    if outcome is None or outcome == "refused":
-        return None if outcome is None else "refused"
+    outcome, refused = _convert_one(
+        chunk.file, chunk.index, documents[0], target, options, allow_loss
+    )
+    if outcome is None:
+        return None, refused
     before = chunk.text[:body_start]
     if not head and chunk.text.startswith("---"):
         before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
-    return before + dump_documents([outcome]) + chunk.text[body_end:]
+    return before + dump_documents([outcome]) + chunk.text[body_end:], refused
 
 
 def _convert_one(
     name: str, number: int, document: Any, target: str, options: Options, allow_loss: bool
-) -> Any:
-    conversion = convert_document(to_plain(document), target, options=options)
+) -> tuple[Any, bool]:
+    """The converted node (None: unchanged) and whether something was refused.
+
+    The items of a `kind: List` (what `kubectl get -o yaml` prints for several objects)
+    are converted one by one, as lint checks them; a refused item stays as it was.
+    """
+    items = document.get("items") if isinstance(document, dict) else None
+    if _kind(document) != "List" or not isinstance(items, list):
+        return _convert_object(f"{name}: document {number}", document, target, options, allow_loss)
+    changed = refused = False
+    for j, item in enumerate(items):
+        where = f"{name}: document {number} item {j}"
+        outcome, item_refused = _convert_object(where, item, target, options, allow_loss)
+        refused = refused or item_refused
+        if outcome is not None:
+            items[j], changed = outcome, True
+    return (document if changed else None), refused
+
+
+def _kind(document: Any) -> Any:
+    return document.get("kind") if isinstance(document, dict) else None
+
+
+def _convert_object(
+    where: str, node: Any, target: str, options: Options, allow_loss: bool
+) -> tuple[Any, bool]:
+    conversion = convert_document(to_plain(node), target, options=options)
     if not conversion.is_dra or conversion.document is None:
-        return None
+        return None, False
     if conversion.losses and not allow_loss:
         for loss in conversion.losses:
-            print(f"{name}: document {number}: refused: {loss}", file=sys.stderr)
-        return "refused"
+            print(f"{where}: refused: {loss}", file=sys.stderr)
+        return None, True
     for loss in conversion.losses:
-        print(f"{name}: document {number}: dropped: {loss}", file=sys.stderr)
-    return apply(document, conversion.document)
+        print(f"{where}: dropped: {loss}", file=sys.stderr)
+    return apply(node, conversion.document), False
 
 
 def _emit(results: list[tuple[str, FileResult]], *, in_place: bool) -> None:

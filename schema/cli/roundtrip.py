@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, release
@@ -57,13 +58,22 @@ def main(argv: Sequence[str]) -> int:
                 )
                 status = EXIT_USAGE
                 continue
-            trips = round_trips(obj, options=options)
-            if trips is None:
-                continue
-            print(render_table(f"{chunk.file} document {chunk.index}", trips))
-            if any(not t.lossless for t in trips) and status == EXIT_OK:
-                status = EXIT_DIFFERENT
+            for title, item in _objects(f"{chunk.file} document {chunk.index}", obj):
+                trips = round_trips(item, options=options)
+                if trips is None:
+                    continue
+                print(render_table(title, trips))
+                if any(not t.lossless for t in trips) and status == EXIT_OK:
+                    status = EXIT_DIFFERENT
     return status
+
+
+def _objects(title: str, obj: Any) -> list[tuple[str, Any]]:
+    """The document, or the items of a `kind: List` (what `kubectl get -o yaml` prints)."""
+    items = obj.get("items") if isinstance(obj, dict) and obj.get("kind") == "List" else None
+    if not isinstance(items, list):
+        return [(title, obj)]
+    return [(f"{title} item {j}", item) for j, item in enumerate(items)]
 
 
 def render_table(title: str, trips: list[Trip]) -> str:

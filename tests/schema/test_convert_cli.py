@@ -288,3 +288,50 @@ def test_stdin_is_read_with_dash(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert docs(result.stdout)[0]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+
+
+KUBECTL_LIST = """\
+apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
+items:
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceClaim
+  metadata: {name: first, namespace: ml, resourceVersion: "12"}
+  spec:
+    devices:
+      requests:
+      - {name: nic, deviceClassName: nic.example.com}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: other}
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceClaim
+  metadata: {name: second, namespace: ml}
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        selectors: []
+        firstAvailable: [{name: big, deviceClassName: gpu.example.com}]
+"""
+
+
+def test_list_items_are_converted_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kind: List` (kubectl get -o yaml): each DRA item converted, a refused item left and named."""
+    path = write(tmp_path, "list.yaml", KUBECTL_LIST)
+    status, out, err = run(["--to", "v1", str(path)], capsys)
+    assert status == 1
+    assert err.strip() == (
+        f"{path}: document 0 item 2: refused: spec.devices.requests[0]: has both exact fields "
+        "and firstAvailable (invalid): the conversion is ambiguous"
+    )
+    (listing,) = docs(out)
+    first, other, second = listing["items"]
+    assert first["apiVersion"] == "resource.k8s.io/v1"
+    assert first["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    assert other == docs(KUBECTL_LIST)[0]["items"][1]
+    assert second == docs(KUBECTL_LIST)[0]["items"][2]
+    assert listing["apiVersion"] == "v1" and listing["kind"] == "List"

@@ -221,3 +221,13 @@ def test_cli_refusal_counts_as_a_difference(
     assert main([path]) == 1
     out = capsys.readouterr().out
     assert "refused" in out and "spec.devices.requests[0]" in out
+
+
+def test_cli_tries_each_item_of_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kind: List` (kubectl get -o yaml): one table per DRA item, named by its index."""
+    body = VALID_YAML.split("---\n")[1]
+    items = "".join("- " + body.replace("\n", "\n  ").rstrip() + "\n" for _ in range(2))
+    path = write(tmp_path, "list.yaml", f"apiVersion: v1\nkind: List\nitems:\n{items}")
+    assert main([path]) == 0
+    out = capsys.readouterr().out
+    assert f"{path} document 0 item 0" in out and f"{path} document 0 item 1" in out
