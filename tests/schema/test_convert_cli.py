@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
 import subprocess
 import sys
+import tempfile
+from contextlib import redirect_stderr
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from draguard.schema.cli.convert import main
+from draguard.schema.cli.convert import convert_file, main
+from draguard.schema.convert import TARGETS, convert_document
+from draguard.schema.options import DEFAULT_OPTIONS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 MIXED = """\
 # A comment at the top of the file stays.
@@ -335,3 +343,35 @@ def test_list_items_are_converted_one_by_one(
     assert other == docs(KUBECTL_LIST)[0]["items"][1]
     assert second == docs(KUBECTL_LIST)[0]["items"][2]
     assert listing["apiVersion"] == "v1" and listing["kind"] == "List"
+
+
+def _strategies() -> Any:
+    """tests/schema/strategies.py, loaded once (the test folders are not packages)."""
+    name = "draguard_test_strategies"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "strategies.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    doc=_strategies().documents(),
+    target=st.sampled_from(TARGETS),
+    flow=st.booleans(),
+)
+def test_the_yaml_path_gives_the_library_result(
+    doc: dict[str, Any], target: str, flow: bool
+) -> None:
+    """Editing the user's YAML in place (ruamel) yields exactly the library's converted document."""
+    text = yaml.safe_dump(doc, default_flow_style=None if flow else False, sort_keys=False)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "claim.yaml"
+        path.write_text(text)
+        with redirect_stderr(io.StringIO()):
+            result = convert_file(str(path), target, options=DEFAULT_OPTIONS, allow_loss=False)
+    assert result is not None and not result.refused
+    assert yaml.safe_load(result.text) == convert_document(doc, target).document
