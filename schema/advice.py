@@ -91,10 +91,10 @@ def advise_claim_spec(
     yield from check_config_names_parent(devices, dpath)
     yield from check_quota_charge(requests, dpath, per_pod=per_pod)
     for i, request in requests:
-        rpath = dpath.child("requests").index(i)
         subs = _subrequests(request)
         if not subs:
             continue
+        rpath = dpath.child("requests").index(i)
         yield from check_all_mode(subs, rpath, version)
         yield from check_counts_differ(request, subs, rpath, profiles)
         yield from check_profiles(request, rpath, profiles)
@@ -136,6 +136,8 @@ def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
 
 def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]:
     """The `config-names-parent` rewrites for a devices object of any version or layout."""
+    if not devices.get("config"):
+        return []
     parents = prioritized_parents(devices)
     rewrites = []
     configs = devices.get("config")  # any JSON type: the rule set reports it, not this
@@ -155,6 +157,8 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
 
 
 def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iterator[Advice]:
+    if not devices.get("config"):
+        return
     parents = prioritized_parents(devices)
     for rewrite in config_reference_rewrites(devices):
         for r, ref in enumerate(rewrite.old):

@@ -12,42 +12,73 @@ from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
 
 
-def drop_disabled_fields(spec: dict[str, Any], path: FieldPath, release: Release) -> list[FieldPath]:
+def drop_disabled_fields(
+    spec: dict[str, Any], path: FieldPath, release: Release
+) -> list[FieldPath]:
     """Drop gated fields whose gate is off by default in `release`; return their paths."""
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
+    # Per exact request and subrequest: the fields whose gate is off in this release.
+    off = [
+        key
+        for key, enabled in (
+            ("tolerations", release.device_taints),
+            ("adminAccess", release.admin_access),
+            ("capacity", release.consumable_capacity),
+            ("derivedAttributes", release.derived_attributes),
+        )
+        if not enabled
+    ]
     dropped: list[FieldPath] = []
-    devices_path = path.child("devices")
-    requests = [r for r in devices.get("requests", []) if isinstance(r, dict)]
-    for i, request in enumerate(requests):
-        rpath = devices_path.child("requests").index(i)
+    requests = devices.get("requests")
+    for i, request in enumerate(requests if isinstance(requests, list) else []):
+        if not isinstance(request, dict):
+            continue
         # DRAPrioritizedList first: the later drops then no longer see the subrequests.
         if not release.prioritized_list and "firstAvailable" in request:
-            del request["firstAvailable"]
-            dropped.append(rpath.child("firstAvailable"))
+            _record(
+                dropped,
+                request.pop("firstAvailable"),
+                path,
+                "devices",
+                "requests",
+                i,
+                "firstAvailable",
+            )
         exactly = request.get("exactly")
-        targets = [(exactly, rpath.child("exactly"))] if isinstance(exactly, dict) else []
-        targets += [
-            (sub, rpath.child("firstAvailable").index(j))
-            for j, sub in enumerate(request.get("firstAvailable", []))
-            if isinstance(sub, dict)
-        ]
-        for target, tpath in targets:
-            dropped += _drop(target, tpath, "tolerations", not release.device_taints)
-            dropped += _drop(target, tpath, "adminAccess", not release.admin_access)
-            dropped += _drop(target, tpath, "capacity", not release.consumable_capacity)
-            dropped += _drop(target, tpath, "derivedAttributes", not release.derived_attributes)
-    for c, constraint in enumerate(devices.get("constraints", [])):
-        if isinstance(constraint, dict):
-            cpath = devices_path.child("constraints").index(c)
-            dropped += _drop(constraint, cpath, "distinctAttribute", not release.consumable_capacity)
+        if isinstance(exactly, dict):
+            for key in off:
+                if key in exactly:
+                    _record(
+                        dropped, exactly.pop(key), path, "devices", "requests", i, "exactly", key
+                    )
+        subs = request.get("firstAvailable")
+        for j, sub in enumerate(subs if isinstance(subs, list) else []):
+            if isinstance(sub, dict):
+                for key in off:
+                    if key in sub:
+                        _record(
+                            dropped,
+                            sub.pop(key),
+                            path,
+                            "devices",
+                            "requests",
+                            i,
+                            "firstAvailable",
+                            j,
+                            key,
+                        )
+    if not release.consumable_capacity:
+        constraints = devices.get("constraints")
+        for c, constraint in enumerate(constraints if isinstance(constraints, list) else []):
+            if isinstance(constraint, dict) and "distinctAttribute" in constraint:
+                value = constraint.pop("distinctAttribute")
+                _record(dropped, value, path, "devices", "constraints", c, "distinctAttribute")
     return dropped
 
 
-def _drop(obj: dict[str, Any], path: FieldPath, key: str, gate_off: bool) -> list[FieldPath]:
-    """Drop `key`; report it only when it held something (an empty list loses nothing)."""
-    if gate_off and key in obj:
-        value = obj.pop(key)
-        return [path.child(key)] if value not in (None, [], {}) else []
-    return []
+def _record(dropped: list[FieldPath], value: Any, path: FieldPath, *rest: str | int) -> None:
+    """Report a drop only when the field held something (an empty list loses nothing)."""
+    if value not in (None, [], {}):
+        dropped.append(FieldPath((*path.parts, *rest)))

@@ -17,6 +17,9 @@ class Options:
     `default_namespace` fills a missing `metadata.namespace` the way kubectl does.
     `kubernetes_patch` is the patch level when known (release notes name patch ranges);
     `profiles` turns on the advice for consumers such as Kueue (issue 7).
+    `remember_specs` memoizes verdicts per spec: worth it where the same spec comes
+    again and again (the webhook: one claim per pod from a template), a cost where
+    every document differs (a repository under lint).
     """
 
     release: Release = DEFAULT_RELEASE
@@ -24,6 +27,7 @@ class Options:
     default_namespace: str | None = None
     kubernetes_patch: int | None = None
     profiles: frozenset[str] = frozenset()
+    remember_specs: bool = False
 
 
 DEFAULT_OPTIONS = Options()

@@ -139,7 +139,7 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     doc_type = identify(obj)
     if doc_type is None:
         return _skipped(obj)
-    key = _MEMO.key(obj, options)
+    key = _MEMO.key(obj, options) if options.remember_specs else None
     remembered = _MEMO.get(key)
     if remembered is not None:
         verdict = _from_memo(obj, doc_type, options, remembered)

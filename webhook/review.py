@@ -98,7 +98,7 @@ class RuleSet:
 
     def options(self, review: Review) -> Options:
         # contract §4 / issue 4: a missing metadata.namespace is filled from the request.
-        return Options(release=self.release, default_namespace=review.namespace)
+        return Options(release=self.release, default_namespace=review.namespace, remember_specs=True)
 
 
 def parse_review(body: bytes) -> Review:

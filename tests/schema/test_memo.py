@@ -27,6 +27,9 @@ SPEC = {
 }
 
 
+MEMO = Options(remember_specs=True)
+
+
 def claim(meta: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -37,9 +40,8 @@ def claim(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def pairs(obj: dict[str, Any], **options: Any) -> list[tuple[str, str]]:
-    return [
-        (e.type.value, e.field) for e in validate_object(obj, options=Options(**options)).errors
-    ]
+    verdict = validate_object(obj, options=Options(remember_specs=True, **options))
+    return [(e.type.value, e.field) for e in verdict.errors]
 
 
 def test_metadata_is_checked_on_every_call() -> None:
@@ -47,19 +49,19 @@ def test_metadata_is_checked_on_every_call() -> None:
     assert pairs(claim({"name": "pod-a-gpu", "namespace": "ml"})) == []
     assert pairs(claim({"name": "Bad_Name", "namespace": "ml"})) == [("Invalid", "metadata.name")]
     assert pairs(claim({"name": "pod-b-gpu"})) == [("Required", "metadata.namespace")]
-    verdict = validate_object(claim({"name": "pod-c-gpu", "namespace": "ml"}))
+    verdict = validate_object(claim({"name": "pod-c-gpu", "namespace": "ml"}), options=MEMO)
     assert (verdict.name, verdict.namespace) == ("pod-c-gpu", "ml")
 
 
 def test_malformed_metadata_after_a_remembered_spec() -> None:
     """A metadata decoding error still stops the rules, as on the first call."""
-    validate_object(claim({"name": "x", "namespace": "ml"}))
+    validate_object(claim({"name": "x", "namespace": "ml"}), options=MEMO)
     assert pairs(claim({"name": 5, "namespace": "ml"})) == [("Malformed", "metadata.name")]
 
 
 def test_ignore_annotation_is_part_of_the_key() -> None:
     """Silencing a warning on one claim does not silence it on the next."""
-    codes = lambda meta: {w.code for w in validate_object(claim(meta)).warnings}  # noqa: E731
+    codes = lambda meta: {w.code for w in validate_object(claim(meta), options=MEMO).warnings}  # noqa: E731
     silenced = {
         "name": "x",
         "namespace": "ml",
@@ -90,3 +92,12 @@ def test_release_is_part_of_the_key() -> None:
     obj["apiVersion"] = "resource.k8s.io/v1beta2"
     assert pairs(obj) == []
     assert pairs(obj, release=release("1.33")) == [("Required", "spec.devices.requests[0]")]
+
+
+def test_memo_is_off_unless_asked() -> None:
+    """Without `remember_specs` nothing is remembered (lint: every document differs)."""
+    from draguard.schema.validate import _MEMO
+
+    _MEMO._entries.clear()
+    validate_object(claim({"name": "x", "namespace": "ml"}))
+    assert _MEMO._entries == {}
