@@ -37,12 +37,32 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
             default_tolerations(sub)
 
 
+# Go struct order (§2.1, §2.2): what follows allocationMode and count in a request,
+# an exact request or a subrequest. A default goes in before these, as upstream's JSON
+# prints it, so that a converted file reads `allocationMode`, then `count`.
+_AFTER_ALLOCATION_MODE = ("count", "adminAccess", "firstAvailable", "tolerations", "capacity")
+_AFTER_COUNT = _AFTER_ALLOCATION_MODE[1:]
+
+
 def default_allocation(request: dict[str, Any]) -> None:
     """allocationMode "" → ExactCount, then ExactCount with count 0 → 1 (§4.1)."""
     if not request.get("allocationMode", ""):
-        request["allocationMode"] = EXACT_COUNT
+        _put(request, "allocationMode", EXACT_COUNT, _AFTER_ALLOCATION_MODE)
     if request["allocationMode"] == EXACT_COUNT and not request.get("count", 0):
-        request["count"] = 1
+        _put(request, "count", 1, _AFTER_COUNT)
+
+
+def _put(obj: dict[str, Any], key: str, value: Any, later: tuple[str, ...]) -> None:
+    """Set `key`; a new key goes before the first of the `later` keys present."""
+    if key in obj or not any(k in obj for k in later):
+        obj[key] = value
+        return
+    items = list(obj.items())
+    at = next(i for i, (k, _) in enumerate(items) if k in later)
+    obj.clear()
+    obj.update(items[:at])
+    obj[key] = value
+    obj.update(items[at:])
 
 
 def default_tolerations(request: dict[str, Any]) -> None:

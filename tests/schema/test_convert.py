@@ -250,3 +250,36 @@ def test_conversion_never_mutates_its_input() -> None:
     for target in TARGETS:
         convert_document(doc, target)
     assert json.dumps(doc, sort_keys=True) == snapshot
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        pytest.param(
+            {"name": "gpu", "deviceClassName": "g", "count": 2},
+            ["name", "deviceClassName", "allocationMode", "count"],
+            id="mode-before-count",
+        ),
+        pytest.param(
+            {
+                "name": "gpu",
+                "deviceClassName": "g",
+                "tolerations": [{"operator": "Exists"}],
+                "capacity": {},
+            },
+            ["name", "deviceClassName", "allocationMode", "count", "tolerations", "capacity"],
+            id="both-before-tolerations",
+        ),
+        pytest.param(
+            {"name": "gpu", "count": 3, "deviceClassName": "g"},
+            ["name", "allocationMode", "count", "deviceClassName"],
+            id="user-order-kept",
+        ),
+    ],
+)
+def test_defaults_go_in_go_struct_order(request_: dict[str, Any], expected: list[str]) -> None:
+    """Added defaults sit where upstream's JSON prints them: allocationMode, then count (§2.1)."""
+    doc = claim("v1", [{"name": "gpu", "firstAvailable": [request_]}])
+    out = convert_document(doc, "v1").document
+    assert out is not None
+    assert list(out["spec"]["devices"]["requests"][0]["firstAvailable"][0]) == expected
