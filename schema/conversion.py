@@ -160,9 +160,14 @@ def nested_to_parallel(devices: dict[str, Any]) -> tuple[dict[str, Any], list[st
             exact.append({k: v for k, v in request.items() if k != "firstAvailable"})
         else:
             exact.append(request)
-    parallel = dict(devices)
-    parallel["requests"] = exact
-    parallel[PARALLEL_KEY] = prioritized
+    # `prioritizedRequests` right after `requests`, as contract §2 lays the shape out.
+    parallel: dict[str, Any] = {}
+    for key, value in devices.items():
+        parallel[key] = exact if key == "requests" else value
+        if key == "requests":
+            parallel[PARALLEL_KEY] = prioritized
+    parallel.setdefault("requests", exact)
+    parallel.setdefault(PARALLEL_KEY, prioritized)
     return parallel, order
 
 

@@ -283,3 +283,11 @@ def test_defaults_go_in_go_struct_order(request_: dict[str, Any], expected: list
     out = convert_document(doc, "v1").document
     assert out is not None
     assert list(out["spec"]["devices"]["requests"][0]["firstAvailable"][0]) == expected
+
+
+def test_prioritized_requests_follow_requests() -> None:
+    """nested → parallel puts `prioritizedRequests` right after `requests`, as contract §2 shows it."""
+    doc = claim("v1", [NIC, GPU], constraints=[{"matchAttribute": "dra.example.com/x"}])
+    out = convert_document(doc, "parallel").document
+    assert out is not None
+    assert list(out["spec"]["devices"]) == ["requests", "prioritizedRequests", "constraints"]
