@@ -9,7 +9,9 @@ comments and layout. New keys go after the nearest preceding key of the new valu
 
 from __future__ import annotations
 
+import copy
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -38,38 +40,72 @@ def dump_documents(documents: list[Any]) -> str:
     return out.getvalue()
 
 
-def apply(node: Any, new: Any) -> Any:
-    """Make `node` equal to `new`, editing containers in place; returns the value to store."""
+def apply(node: Any, new: Any, donors: Donors | None = None) -> Any:
+    """Make `node` equal to `new`, editing containers in place; returns the value to store.
+
+    With `donors` (see `Donors`), a value that already exists somewhere in the original
+    document (a list of subrequests moved from `firstAvailable` to `options`, say) is
+    taken from there, with its comments and flow style, instead of being written anew.
+    """
+    if donors is not None and isinstance(new, dict | list) and new:
+        donor = donors.find(new)
+        if donor is not None:
+            return node if donors.equal(node, new) else copy.deepcopy(donor)
     if isinstance(node, CommentedMap) and isinstance(new, dict):
-        _apply_map(node, new)
+        _apply_map(node, new, donors)
         return node
     if isinstance(node, CommentedSeq) and isinstance(new, list):
-        _apply_seq(node, new)
+        _apply_seq(node, new, donors)
         return node
     if _same_scalar(node, new):
         return node  # keep the original scalar's quoting style
-    return _plain_to_node(new)
+    return _plain_to_node(new, donors)
 
 
-def _apply_map(node: CommentedMap, new: dict[str, Any]) -> None:
+class Donors:
+    """The containers of an original document by value, to be reused where a value moved."""
+
+    def __init__(self, root: Any) -> None:
+        self._by_value: dict[str, Any] = {}
+        # A snapshot: `apply` edits the original in place, and a donor must still hold
+        # the value it was filed under when it is taken.
+        stack = [copy.deepcopy(root)]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, CommentedMap | CommentedSeq) and node:
+                self._by_value.setdefault(_canonical(to_plain(node)), node)
+                stack.extend(node.values() if isinstance(node, CommentedMap) else node)
+
+    def find(self, value: Any) -> Any:
+        return self._by_value.get(_canonical(value))
+
+    def equal(self, node: Any, value: Any) -> bool:
+        return isinstance(node, CommentedMap | CommentedSeq) and to_plain(node) == value
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _apply_map(node: CommentedMap, new: dict[str, Any], donors: Donors | None) -> None:
     for key in [k for k in node if k not in new]:
         del node[key]
     previous: str | None = None
     for key, value in new.items():
         if key in node:
-            node[key] = apply(node[key], value)
+            node[key] = apply(node[key], value, donors)
         else:
             position = 0 if previous is None else list(node).index(previous) + 1
-            node.insert(position, key, _plain_to_node(value))
+            node.insert(position, key, _plain_to_node(value, donors))
         previous = key
 
 
-def _apply_seq(node: CommentedSeq, new: list[Any]) -> None:
+def _apply_seq(node: CommentedSeq, new: list[Any], donors: Donors | None) -> None:
     for i, value in enumerate(new):
         if i < len(node):
-            node[i] = apply(node[i], value)
+            node[i] = apply(node[i], value, donors)
         else:
-            node.append(_plain_to_node(value))
+            node.append(_plain_to_node(value, donors))
     del node[len(new) :]
 
 
@@ -94,18 +130,22 @@ def _quoted_if_ambiguous(value: str) -> Any:
     return DoubleQuotedScalarString(value)
 
 
-def _plain_to_node(value: Any) -> Any:
+def _plain_to_node(value: Any, donors: Donors | None = None) -> Any:
     """Plain containers become round-trip containers so later edits can keep styles."""
     if type(value) is str:  # not a ruamel scalar that keeps its own quoting
         return _quoted_if_ambiguous(value)
+    if donors is not None and isinstance(value, dict | list) and value:
+        donor = donors.find(value)
+        if donor is not None:
+            return copy.deepcopy(donor)
     if isinstance(value, dict) and not isinstance(value, CommentedMap):
         out = CommentedMap()
         for k, v in value.items():
-            out[k] = _plain_to_node(v)
+            out[k] = _plain_to_node(v, donors)
         return out
     if isinstance(value, list) and not isinstance(value, CommentedSeq):
         seq = CommentedSeq()
-        seq.extend(_plain_to_node(v) for v in value)
+        seq.extend(_plain_to_node(v, donors) for v in value)
         return seq
     return value
 

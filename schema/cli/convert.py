@@ -34,6 +34,7 @@ from draguard.schema.sources import (
     split_documents,
 )
 from draguard.schema.yamledit import (
+    Donors,
     apply,
     check_expansion,
     dump_documents,
@@ -217,7 +218,7 @@ def _convert_object(
         return None, True
     for loss in conversion.losses:
         print(f"{where}: dropped: {loss}", file=sys.stderr)
-    return apply(node, conversion.document), False
+    return apply(node, conversion.document, Donors(node)), False
 
 
 def _emit(results: list[tuple[str, FileResult]], *, in_place: bool) -> None:

@@ -357,7 +357,11 @@ def _strategies() -> Any:
     return sys.modules[name]
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=settings.default.max_examples,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     doc=_strategies().documents(),
     target=st.sampled_from(TARGETS),
@@ -375,3 +379,36 @@ def test_the_yaml_path_gives_the_library_result(
             result = convert_file(str(path), target, options=DEFAULT_OPTIONS, allow_loss=False)
     assert result is not None and not result.refused
     assert yaml.safe_load(result.text) == convert_document(doc, target).document
+
+
+MOVING = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: nic   # the NIC
+      exactly:
+        deviceClassName: nic.example.com
+        selectors: [{cel: {expression: 'device.driver == "nic"'}}]  # only ours
+    - name: gpu
+      firstAvailable:
+      # best first
+      - name: h100   # fastest
+        deviceClassName: h100.nvidia.com
+      - {name: a100, deviceClassName: a100.nvidia.com, count: 2}
+"""
+
+
+@pytest.mark.parametrize("targets", [["parallel"], ["parallel", "nested"], ["v1beta1"]])
+def test_comments_move_with_what_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], targets: list[str]
+) -> None:
+    """Subrequests moved to `options` (and back) or flat fields moved out of `exactly` keep their comments and flow style."""
+    path = write(tmp_path, "c.yaml", MOVING)
+    for target in targets:
+        assert run(["--to", target, "--in-place", str(path)], capsys)[0] == 0
+    out = path.read_text()
+    for kept in ("# best first", "- name: h100   # fastest", "# only ours", "{name: a100, "):
+        assert kept in out
