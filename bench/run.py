@@ -10,8 +10,9 @@ run, never against a figure from another day):
 - lint: documents/s of `draguard lint` (one process, and `--jobs 2`) against
   kubernetes-validate on the same generated documents (bench/lint.py's corpus and
   timers);
-- conversion: objects/s of `convert_document` for every conversion of a typical claim,
-  and of the whole `draguard convert` command (ruamel, comments kept) on files;
+- conversion: objects per CPU second of `convert_document` for every source × target of
+  bench/convert.py's typical claim, and documents/s of the whole `draguard convert`
+  command (ruamel, comments kept) on lint's generated files;
 - webhook: `draguard serve` and a no-op Flask app on the same gunicorn settings
   (bench/webhook.py's servers and load generator), over TLS: closed-loop throughput with
   keep-alive and with a new connection per request, then an open-loop sweep at fixed
@@ -30,7 +31,6 @@ no-op app's throughput in both connection modes and p99 < 10 ms at 200 requests/
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import io
 import os
@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `bench/run.py` as a script: make `bench.*` importable,
     sys.path.insert(0, str(ROOT))  # also for the load generator's spawned processes
 
+from bench import convert as bench_convert  # noqa: E402
 from bench import lint as bench_lint  # noqa: E402
 from bench import webhook as bench_webhook  # noqa: E402
 
@@ -64,7 +65,7 @@ class Settings:
     repeats: int  # runs per figure; the median counts
     documents: int  # lint corpus size
     peer_documents: int  # documents kubernetes-validate checks per run (~50/s)
-    conversions: int  # convert_document calls per figure and run
+    convert_seconds: float  # CPU seconds per conversion figure and run
     seconds: float  # per webhook measurement
     rates: tuple[float, ...]
     extras: bool  # run bench/cel.py, mutation.py, certs.py and the convert CLI
@@ -72,8 +73,8 @@ class Settings:
     @classmethod
     def pick(cls, quick: bool) -> Settings:
         if quick:
-            return cls(1, 600, 60, 500, 2.0, (100.0, 200.0, 400.0), False)
-        return cls(5, 2000, 250, 2000, 4.0, RATES, True)
+            return cls(1, 600, 60, 0.2, 2.0, (100.0, 200.0, 400.0), False)
+        return cls(5, 2000, 250, 0.3, 4.0, RATES, True)
 
 
 @dataclass(frozen=True)
@@ -149,44 +150,31 @@ def bench_lint_figures(report: Report, s: Settings) -> None:
 # --- conversion ---------------------------------------------------------------------------
 
 
-def typical_claims() -> dict[str, dict[str, Any]]:
-    """The webhook benchmark's typical claim in v1, and the same claim written in v1beta1."""
-    from draguard.schema.convert import convert_document
-
-    v1 = copy.deepcopy(bench_webhook.CLAIM)
-    v1beta1 = convert_document(copy.deepcopy(v1), "v1beta1").document
-    assert v1beta1 is not None
-    return {"v1": v1, "v1beta1": v1beta1}
-
-
 def bench_convert_figures(report: Report, s: Settings) -> None:
-    """convert_document per conversion (target ≥ 5,000/s); the convert CLI for information."""
+    """bench/convert.py's typical claim, every source × target (CPU time, one core)."""
     from draguard.schema.convert import convert_document
 
     print("conversion …", flush=True)
-    claims = typical_claims()
-    pairs = [("v1", "v1beta1"), ("v1", "v1beta2"), ("v1", "parallel"),
-             ("v1beta1", "v1"), ("v1beta1", "v1beta2"), ("v1beta1", "parallel")]
     rates: dict[tuple[str, str], float] = {}
-    for source, target in pairs:
-        obj = claims[source]
-        result = convert_document(copy.deepcopy(obj), target)
-        assert result.document is not None and not result.losses, (source, target)
-        samples = []
-        for _ in range(s.repeats):
-            start = time.perf_counter()
-            for _ in range(s.conversions):
-                convert_document(obj, target)
-            samples.append(s.conversions / (time.perf_counter() - start))
-        rates[(source, target)] = median(samples)
+    for source in bench_convert.SOURCES:
+        document = bench_convert.in_shape(source)
+        for target in bench_convert.TARGETS:
+            def call(d: Any = document, t: str = target) -> object:
+                return convert_document(d, t)
+            rates[(source, target)] = median(
+                [bench_convert.rate(call, s.convert_seconds) for _ in range(s.repeats)])
     slowest = min(rates, key=lambda pair: rates[pair])
-    rows = ["| conversion | objects/s |", "|---|---:|"]
-    rows += [f"| {a} → {b} | {rate:,.0f} |" for (a, b), rate in rates.items()]
-    report.tables.append("### Conversions of the typical claim (median of "
-                         f"{s.repeats} × {s.conversions} calls, one core)\n\n" + "\n".join(rows))
+    rows = ["| from \\ to | " + " | ".join(bench_convert.TARGETS) + " |",
+            "|---|" + "---:|" * len(bench_convert.TARGETS)]
+    for source in bench_convert.SOURCES:
+        rows.append(f"| {source} | " + " | ".join(
+            f"{rates[(source, t)]:,.0f}" for t in bench_convert.TARGETS) + " |")
+    report.tables.append("### Conversions of bench/convert.py's typical claim, objects per CPU "
+                         f"second (median of {s.repeats})\n\n" + "\n".join(rows))
     report.add(Figure(f"convert, slowest ({slowest[0]} → {slowest[1]})", rates[slowest],
                       "objects/s", "target", 5000.0, "≥ 5,000 objects/s",
-                      rates[slowest] >= 5000, "every conversion pair in the table below"))
+                      rates[slowest] >= 5000, "per CPU second on one core; every source × "
+                      "target in the table below"))
     if s.extras:
         bench_convert_cli(report, s)
 
