@@ -72,22 +72,23 @@ spec:
 SOURCES = ("v1", "v1beta2", "v1beta1", "parallel")
 
 
-def rate(call: Callable[[], object], seconds: float) -> float:
-    """Calls per CPU second of this process, over at least `seconds`, after a warm-up.
+def rate(call: Callable[[], object], seconds: float) -> tuple[float, float]:
+    """Calls per CPU second of this process and per wall-clock second, after a warm-up.
 
-    CPU time, not wall time: "per second on one core" is what the target asks, and the
-    machines this runs on are shared (CI runs everything on 2 cores at once).
+    CPU time is the figure judged against the target: "per second on one core", and
+    the machines this runs on are shared (CI runs everything on 2 cores at once), so
+    wall time also counts the time other processes held the core.
     """
     for _ in range(50):
         call()
-    calls, start = 0, time.process_time()
+    calls, cpu, wall = 0, time.process_time(), time.perf_counter()
     while True:
         for _ in range(100):
             call()
         calls += 100
-        elapsed = time.process_time() - start
-        if elapsed >= seconds:
-            return calls / elapsed
+        cpu_elapsed = time.process_time() - cpu
+        if cpu_elapsed >= seconds:
+            return calls / cpu_elapsed, calls / (time.perf_counter() - wall)
 
 
 def in_shape(shape: str) -> dict[str, Any]:
@@ -103,17 +104,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--target", type=int, default=TARGET_PER_SECOND, help="objects/s")
     args = parser.parse_args(argv)
 
-    print(f"{'from':10}{'to':10}{'objects/s':>12}{'µs/object':>12}")
+    print(f"{'from':10}{'to':10}{'objects/s':>12}{'µs/object':>12}{'wall obj/s':>12}")
     slowest = float("inf")
     for source in SOURCES:
         document = in_shape(source)
         for target in TARGETS:
-            per_second = rate(lambda d=document, t=target: convert_document(d, t), args.seconds)
+            per_second, wall = rate(
+                lambda d=document, t=target: convert_document(d, t), args.seconds
+            )
             slowest = min(slowest, per_second)
-            print(f"{source:10}{target:10}{per_second:12,.0f}{1e6 / per_second:12.1f}")
+            print(f"{source:10}{target:10}{per_second:12,.0f}{1e6 / per_second:12.1f}{wall:12,.0f}")
 
     v1 = in_shape("v1")
-    proofs = rate(lambda: round_trips(v1), args.seconds)
+    proofs, _ = rate(lambda: round_trips(v1), args.seconds)
     print(f"\nround_trips (12 ordered pairs): {proofs:,.0f} documents/s")
 
     with tempfile.TemporaryDirectory() as folder:
@@ -124,9 +127,8 @@ def main(argv: list[str]) -> int:
             with redirect_stderr(io.StringIO()):
                 convert_file(str(path), "v1beta1", options=DEFAULT_OPTIONS, allow_loss=False)
 
-        print(
-            f"convert_file YAML → v1beta1 (ruamel round trip): {rate(cli, args.seconds):,.0f} documents/s"
-        )
+        yaml_path, _ = rate(cli, args.seconds)
+        print(f"convert_file YAML → v1beta1 (ruamel round trip): {yaml_path:,.0f} documents/s")
 
     met = slowest >= args.target
     print(
