@@ -12,7 +12,6 @@ callers refuse the document unless they were told to allow loss.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,7 +102,7 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
 def _convert_layout(
     obj: dict[str, Any], doc_type: DocumentType, target: str
 ) -> tuple[dict[str, Any], list[Loss]]:
-    document = copy.deepcopy(obj)
+    document = _plain_copy(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
     devices = (
         holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
@@ -184,6 +183,15 @@ def _convert_version(
             )
         )
     return document, losses
+
+
+def _plain_copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (copy.deepcopy is several times slower for it)."""
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(v) for v in value]
+    return value
 
 
 def _omit_empty_lists(value: Any, key: str = "") -> Any:
