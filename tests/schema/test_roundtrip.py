@@ -231,3 +231,20 @@ def test_cli_tries_each_item_of_a_list(tmp_path: Path, capsys: pytest.CaptureFix
     assert main([path]) == 0
     out = capsys.readouterr().out
     assert f"{path} document 0 item 0" in out and f"{path} document 0 item 1" in out
+
+
+def test_cli_kubernetes_version_applies_that_releases_gates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In 1.35 tolerations are dropped on create (§3.8): every trip is refused, naming the field."""
+    text = VALID_YAML.replace(
+        "deviceClassName: nic.example.com",
+        "deviceClassName: nic.example.com\n      tolerations: [{key: k, operator: Exists}]",
+    )
+    path = write(tmp_path, "t.yaml", text)
+    assert main([path]) == 0
+    capsys.readouterr()
+    assert main(["--kubernetes-version", "1.35", path]) == 1
+    out = capsys.readouterr().out
+    assert "DIFF" not in out and out.count("refused") >= len(SHAPES) * (len(SHAPES) - 1)
+    assert "spec.devices.requests[0].exactly.tolerations: dropped" in out
