@@ -113,7 +113,9 @@ class Rules:
         devices = spec.get("devices", {})
         yield from self.validate_device_claim(devices, path.child("devices"))
 
-    def validate_device_claim(self, devices: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    def validate_device_claim(
+        self, devices: dict[str, Any], path: FieldPath
+    ) -> Iterator[FieldError]:
         requests = _dict_items(devices.get("requests"))
         names = gather_request_names(requests)
         yield from self.validate_set(
@@ -162,22 +164,32 @@ class Rules:
 
     def validate_exact(self, exact: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        yield from validate_device_class(exact.get("deviceClassName", ""), path.child("deviceClassName"))
+        yield from validate_device_class(
+            exact.get("deviceClassName", ""), path.child("deviceClassName")
+        )
         yield from self.validate_device_fields(exact, path)
 
     def validate_subrequest(self, sub: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
         """Rule 10."""
         yield from validate_request_name(sub.get("name", ""), path.child("name"))
-        yield from validate_device_class(sub.get("deviceClassName", ""), path.child("deviceClassName"))
+        yield from validate_device_class(
+            sub.get("deviceClassName", ""), path.child("deviceClassName")
+        )
         yield from self.validate_device_fields(sub, path)
 
-    def validate_device_fields(self, request: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    def validate_device_fields(
+        self, request: dict[str, Any], path: FieldPath
+    ) -> Iterator[FieldError]:
         """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
         yield from self.validate_list(
-            _dict_items(request.get("selectors")), SELECTORS_MAX, self.validate_selector,
+            _dict_items(request.get("selectors")),
+            SELECTORS_MAX,
+            self.validate_selector,
             path.child("selectors"),
         )
-        yield from validate_allocation(request.get("allocationMode", ""), request.get("count", 0), path)
+        yield from validate_allocation(
+            request.get("allocationMode", ""), request.get("count", 0), path
+        )
         for t, toleration in enumerate(_dict_items(request.get("tolerations"))):
             if toleration is not None:
                 yield from self.validate_toleration(toleration, path.child("tolerations").index(t))
@@ -191,7 +203,9 @@ class Rules:
         expression = cel.get("expression", "")
         yield from check_selector(expression, path.child("cel", "expression"), release=self.release)
 
-    def validate_toleration(self, toleration: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    def validate_toleration(
+        self, toleration: dict[str, Any], path: FieldPath
+    ) -> Iterator[FieldError]:
         """Rule 16 (an empty key is allowed with any operator; tolerationSeconds unchecked)."""
         key = toleration.get("key", "")
         if key:
@@ -228,9 +242,13 @@ class Rules:
     def validate_constraint(
         self, constraint: dict[str, Any], path: FieldPath, names: RequestNames
     ) -> Iterator[FieldError]:
-        yield from self.validate_references(constraint.get("requests", []), path.child("requests"), names)
+        yield from self.validate_references(
+            constraint.get("requests", []), path.child("requests"), names
+        )
         if "matchAttribute" in constraint:  # rule 18: distinctAttribute is then ignored
-            yield from self.validate_qualified_name(constraint["matchAttribute"], path.child("matchAttribute"))
+            yield from self.validate_qualified_name(
+                constraint["matchAttribute"], path.child("matchAttribute")
+            )
         elif "distinctAttribute" in constraint:
             yield from self.validate_qualified_name(
                 constraint["distinctAttribute"], path.child("distinctAttribute")
@@ -249,7 +267,9 @@ class Rules:
         self, config: dict[str, Any], path: FieldPath, names: RequestNames
     ) -> Iterator[FieldError]:
         """Rule 21."""
-        yield from self.validate_references(config.get("requests", []), path.child("requests"), names)
+        yield from self.validate_references(
+            config.get("requests", []), path.child("requests"), names
+        )
         opaque = config.get("opaque")
         if not isinstance(opaque, dict):
             yield required(path.child("opaque"))
@@ -258,50 +278,40 @@ class Rules:
         yield from validate_parameters(opaque, path.child("opaque", "parameters"))
 
     def validate_qualified_name(self, name: str, path: FieldPath) -> Iterator[FieldError]:
-        """Rule 20: `domain/name` for matchAttribute and distinctAttribute."""
-        if not self.release.new_qualified_name_messages:
-            yield from _validate_qualified_name_before_1_35(name, path)
+        """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
+
+        Before 1.35 (S2, S4) an empty name or part was `Required` and a missing domain
+        "must include a domain"; from 1.35 all are `Invalid` with the newer texts.
+        """
+        new = self.release.new_qualified_name_messages
+        if not name and not new:
+            yield required(path, "name required")
             return
         parts = name.split("/")
         if len(parts) == 1:
             yield from validate_c_identifier(name, path)
-            yield invalid(path, name, "a fully qualified name must be a domain and a name separated by a slash")
+            detail = "a fully qualified name must be a domain and a name separated by a slash"
+            yield invalid(path, name, detail if new else "must include a domain")
         elif len(parts) == 2:
             domain, ident = parts
             if not domain:
-                yield invalid(path, "", "the domain must not be empty")
+                yield _empty_part(path, "the domain must not be empty", new=new)
             else:
                 yield from validate_driver_name(domain, path)
             if not ident:
-                yield invalid(path, "", "the name must not be empty")
+                yield _empty_part(path, "the name must not be empty", new=new)
             else:
                 yield from validate_c_identifier(ident, path)
         elif self.release.rejects_extra_slashes:
             yield invalid(path, name, "must not contain more than one slash")
 
 
-def _validate_qualified_name_before_1_35(name: str, path: FieldPath) -> Iterator[FieldError]:
-    """Rule 20, older messages (S2, S4): Required for empty parts, "must include a domain"."""
-    if not name:
-        yield required(path, "name required")
-        return
-    parts = name.split("/")
-    if len(parts) == 1:
-        yield from validate_c_identifier(name, path)
-        yield invalid(path, name, "must include a domain")
-    elif len(parts) == 2:
-        domain, ident = parts
-        if not domain:
-            yield required(path, "the domain must not be empty")
-        else:
-            yield from validate_driver_name(domain, path)
-        if not ident:
-            yield required(path, "the name must not be empty")
-        else:
-            yield from validate_c_identifier(ident, path)
+def _empty_part(path: FieldPath, detail: str, *, new: bool) -> FieldError:
+    return invalid(path, "", detail) if new else required(path, detail)
 
 
 # -- format rules shared by several types ------------------------------------------------
+
 
 def validate_request_name(name: str, path: FieldPath) -> Iterator[FieldError]:
     """Rule 6 / 10a: a DNS label; "" gets the regex message, not Required (§3.2)."""
@@ -322,7 +332,9 @@ def validate_allocation(mode: str, count: int, path: FieldPath) -> Iterator[Fiel
     """Rule 15."""
     if mode == "All":
         if count != 0:
-            yield invalid(path.child("count"), count, "must not be specified when allocationMode is 'All'")
+            yield invalid(
+                path.child("count"), count, "must not be specified when allocationMode is 'All'"
+            )
     elif mode == "ExactCount":
         if count <= 0:
             yield invalid(path.child("count"), count, "must be greater than zero")
