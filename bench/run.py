@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
@@ -150,6 +151,11 @@ def bench_lint_figures(report: Report, s: Settings) -> None:
 # --- conversion ---------------------------------------------------------------------------
 
 
+def cpu_rate(measured: float | tuple[float, ...]) -> float:
+    """bench/convert.py's `rate`: per CPU second (now first of (CPU, wall), once alone)."""
+    return measured[0] if isinstance(measured, tuple) else measured
+
+
 def bench_convert_figures(report: Report, s: Settings) -> None:
     """bench/convert.py's typical claim, every source × target (CPU time, one core)."""
     from draguard.schema.convert import convert_document
@@ -162,7 +168,8 @@ def bench_convert_figures(report: Report, s: Settings) -> None:
             def call(d: Any = document, t: str = target) -> object:
                 return convert_document(d, t)
             rates[(source, target)] = median(
-                [bench_convert.rate(call, s.convert_seconds) for _ in range(s.repeats)])
+                [cpu_rate(bench_convert.rate(call, s.convert_seconds))
+                 for _ in range(s.repeats)])
     slowest = min(rates, key=lambda pair: rates[pair])
     rows = ["| from \\ to | " + " | ".join(bench_convert.TARGETS) + " |",
             "|---|" + "---:|" * len(bench_convert.TARGETS)]
@@ -386,12 +393,15 @@ def main(argv: list[str] | None = None) -> int:
     head = machine()
     report = Report()
     parts = args.only or ["lint", "convert", "webhook"]
-    if "lint" in parts:
-        bench_lint_figures(report, settings)
-    if "convert" in parts:
-        bench_convert_figures(report, settings)
-    if "webhook" in parts:
-        bench_webhook_figures(report, settings)
+    runners = {"lint": bench_lint_figures, "convert": bench_convert_figures,
+               "webhook": bench_webhook_figures}
+    for part in parts:
+        try:
+            runners[part](report, settings)
+        except Exception as exc:  # one broken part must not lose the others' figures
+            traceback.print_exc()
+            report.add(Figure(f"{part}: the benchmark failed", 0.0, "", target="runs",
+                              met=False, note=f"{type(exc).__name__}: {exc}"))
     if settings.extras and not args.only:
         bench_extras(report)
     text = render(report, given, head)
