@@ -29,7 +29,7 @@ from draguard.schema.diff import Change, diff
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import GROUP
-from draguard.schema.shapes import DocumentType, identify
+from draguard.schema.shapes import DocumentType, document_node, identify, read
 from draguard.schema.validate import prepare
 
 VERSION_TARGETS = ("v1", "v1beta2", "v1beta1")
@@ -93,38 +93,49 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
     if doc_type is None:
         return Conversion(None, None, target)
     if target in LAYOUT_TARGETS:
-        document, losses = _convert_layout(obj, doc_type, target)
+        document, losses = _convert_layout(obj, doc_type, target, options)
     else:
         document, losses = _convert_version(obj, doc_type, target, options)
     return Conversion(document, doc_type.shape, target, tuple(losses), obj)
 
 
 def _convert_layout(
-    obj: dict[str, Any], doc_type: DocumentType, target: str
+    obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
     document = _plain_copy(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
     devices = (
         holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
     )
-    if not isinstance(devices, dict):
+    if not isinstance(devices, dict) or doc_type.parallel == (target == "parallel"):
         return document, []
+    # Moving requests needs a document that reads cleanly: a request list that is not a
+    # list, or a field no shape has (`adminAccess` on a prioritized entry), would be
+    # dropped by the move without a word.
+    losses = _unreadable(obj, doc_type, options)
+    if losses:
+        return document, losses
     meta = document.setdefault("metadata", {})
     if target == "nested":
-        if doc_type.parallel:
-            nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
-            holder["spec"]["devices"] = nested
-            _drop_order_annotation(meta)
-        return document, []
-    if doc_type.parallel:
+        nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
+        holder["spec"]["devices"] = nested
+        _drop_order_annotation(meta)
         return document, []
     losses = _ambiguous_requests(devices, spec_path.child("devices"), doc_type.version)
+    losses += _duplicate_names(devices, spec_path.child("devices"))
     if losses:
         return document, losses
     parallel, order = nested_to_parallel(devices)
     holder["spec"]["devices"] = parallel
     meta.setdefault("annotations", {})[ORDER_ANNOTATION] = encode_order(order)
     return document, []
+
+
+def _unreadable(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> list[Loss]:
+    """What the apiserver's strict decoding would reject (Unknown, Malformed), as losses."""
+    node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
+    reading = read(obj, node, FieldPath(), doc_type.api_version)
+    return [Loss(f.path, f"{f.type.value}: {f.detail}") for f in reading.findings]
 
 
 def _ambiguous_requests(devices: dict[str, Any], path: FieldPath, version: str) -> list[Loss]:
@@ -142,6 +153,23 @@ def _ambiguous_requests(devices: dict[str, Any], path: FieldPath, version: str) 
                     "has both exact fields and firstAvailable (invalid): the conversion is ambiguous",
                 )
             )
+    return losses
+
+
+def _duplicate_names(devices: dict[str, Any], path: FieldPath) -> list[Loss]:
+    """Requests sharing a name (invalid, rule 4) cannot be put back in order from names."""
+    seen, losses = set(), []
+    for i, request in enumerate(devices.get("requests", []) or []):
+        name = request.get("name") if isinstance(request, dict) else None
+        if name in seen:
+            losses.append(
+                Loss(
+                    path.child("requests").index(i),
+                    f"duplicate request name {name!r} (invalid): the order annotation, a list "
+                    "of names, could not put it back in its place",
+                )
+            )
+        seen.add(name)
     return losses
 
 

@@ -291,3 +291,49 @@ def test_prioritized_requests_follow_requests() -> None:
     out = convert_document(doc, "parallel").document
     assert out is not None
     assert list(out["spec"]["devices"]) == ["requests", "prioritizedRequests", "constraints"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "target", "expected"),
+    [
+        pytest.param(
+            {**claim("v1", []), "spec": {"devices": {"requests": {"name": "gpu"}}}},
+            "parallel",
+            ["spec.devices.requests"],
+            id="requests-not-a-list",
+        ),
+        pytest.param(
+            claim(
+                "v1",
+                [NIC],
+                prioritizedRequests=[
+                    {**GPU, "options": GPU["firstAvailable"], "adminAccess": True}
+                ],
+            ),
+            "nested",
+            [
+                "spec.devices.prioritizedRequests[0].adminAccess",
+                "spec.devices.prioritizedRequests[0].firstAvailable",
+            ],
+            id="fields-no-entry-has",
+        ),
+        pytest.param(
+            claim("v1", [GPU, {**NIC, "name": "gpu"}]),
+            "parallel",
+            ["spec.devices.requests[1]"],
+            id="duplicate-names",
+        ),
+    ],
+)
+def test_layout_moves_refuse_what_they_would_drop(
+    doc: dict[str, Any], target: str, expected: list[str]
+) -> None:
+    """A move that would silently drop data (unreadable parts, names the order cannot place) is refused."""
+    assert sorted(loss_paths(doc, target)) == sorted(expected)
+
+
+def test_layout_targets_leave_a_document_already_in_that_layout_alone() -> None:
+    """`--to nested` of a nested document (even an unreadable one) changes and refuses nothing."""
+    doc = {**claim("v1", []), "spec": {"devices": {"requests": "oops"}}}
+    conversion = convert_document(doc, "nested")
+    assert conversion.lossless and conversion.document == doc

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from draguard.schema.cli.roundtrip import main
-from draguard.schema.roundtrip import SHAPES, meaning, round_trip, round_trips
+from draguard.schema.cli.roundtrip import main, render_table
+from draguard.schema.diff import Change
+from draguard.schema.paths import FieldPath
+from draguard.schema.roundtrip import SHAPES, Trip, meaning, round_trip, round_trips
 
 
 def claim(version: str, requests: list[dict[str, Any]], **devices: Any) -> dict[str, Any]:
@@ -190,15 +192,23 @@ def test_cli_prints_a_table_per_dra_document_and_exits_0(
     assert "DIFF" not in out and "refused" not in out
 
 
-def test_cli_names_the_field_that_differs_and_exits_1(
+def test_cli_refuses_duplicate_names_naming_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Duplicate request names cannot be put back in order from the annotation: exit 1, fields named."""
+    """Duplicate request names cannot be put back in order from the annotation: refused, field named, exit 1."""
     path = write(tmp_path, "dup.yaml", DUPLICATE_NAMES_YAML)
     assert main([path]) == 1
     out = capsys.readouterr().out
-    assert "DIFF" in out
-    assert "v1 → parallel → v1: spec.devices.requests[0].firstAvailable" in out
+    assert "v1 → parallel → v1: refused: v1 → parallel: spec.devices.requests[1]: duplicate" in out
+
+
+def test_table_names_each_difference_by_field() -> None:
+    """A trip with differences shows DIFF in its cell and one line per changed field."""
+    change = Change("changed", FieldPath.root("spec", "devices", "requests").index(0), 1, 2)
+    table = render_table("t.yaml document 0", [Trip("v1", "parallel", (change,))])
+    row = next(line for line in table.splitlines() if line.startswith("  v1 "))
+    assert row.split()[1:] == ["-", "-", "-", "DIFF"]
+    assert "  v1 → parallel → v1: spec.devices.requests[0]: 1 → 2" in table
 
 
 def test_cli_exits_2_on_unreadable_input(
