@@ -16,20 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from draguard.schema.conversion import decode_order, parallel_to_nested
 from draguard.schema.convert import TARGETS, Conversion, convert_document
 from draguard.schema.diff import diff
-from draguard.schema.paths import FieldPath
 from draguard.schema.roundtrip import meaning
-from draguard.schema.shapes import identify
 from draguard.schema.validate import validate_object
 from hypothesis import HealthCheck, given, note, settings
 
 
-def _load_strategies() -> Any:
-    name = "draguard_test_strategies"
+def _load(name: str, file: str) -> Any:
+    """A helper module of this folder (the test folders are not packages)."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "strategies.py")
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / file)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -37,7 +34,8 @@ def _load_strategies() -> Any:
     return sys.modules[name]
 
 
-strategies = _load_strategies()
+strategies = _load("draguard_test_strategies", "strategies.py")
+hub_findings = _load("draguard_test_parallel_findings", "parallel_findings.py").hub_findings
 SHAPES: tuple[str, ...] = strategies.SHAPES
 
 PROPERTY = settings(
@@ -58,42 +56,6 @@ def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
 def in_every_shape(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for shape in SHAPES:
         yield shape, convert(obj, shape)
-
-
-def _spec_path(doc: dict[str, Any]) -> FieldPath:
-    if doc["kind"] == "ResourceClaimTemplate":
-        return FieldPath.root("spec", "spec")
-    return FieldPath.root("spec")
-
-
-def hub_findings(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """The rule set's findings as (type, path in the nested layout, detail), sorted.
-
-    Paths of a parallel document (`prioritizedRequests[p].options[j]`, `requests[e]`)
-    are mapped to the request each entry becomes when nested (contract §2), using the
-    same placement rule as the converter's inverse: the order annotation, else exact
-    requests first.
-    """
-    verdict = validate_object(doc)
-    to_nested: dict[tuple[str, int], int] = {}
-    doc_type = identify(doc)
-    devices_path = _spec_path(doc).child("devices")
-    if doc_type is not None and doc_type.parallel:
-        holder = doc["spec"]["spec"] if doc["kind"] == "ResourceClaimTemplate" else doc["spec"]
-        _, origins = parallel_to_nested(
-            holder["devices"], decode_order(doc["metadata"].get("annotations"))
-        )
-        to_nested = {(o.list_name, o.index): k for k, o in enumerate(origins)}
-    out = []
-    for error in verdict.errors:
-        parts = list(error.path.parts)
-        base = len(devices_path.parts)
-        if to_nested and len(parts) > base + 1 and (parts[base], parts[base + 1]) in to_nested:
-            index = to_nested[(str(parts[base]), int(parts[base + 1]))]
-            rest = ["firstAvailable" if p == "options" else p for p in parts[base + 2 :]]
-            parts = [*parts[:base], "requests", index, *rest]
-        out.append((error.type.value, str(FieldPath(tuple(parts))), error.detail))
-    return sorted(out)
 
 
 def check_round_trips(start: str, base: dict[str, Any]) -> None:
