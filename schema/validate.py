@@ -202,7 +202,7 @@ class _SpecMemo:
                 sort_keys=True,
                 separators=(",", ":"),
             )
-        except (TypeError, ValueError):  # not JSON (NaN, odd keys): validate without the memo
+        except (TypeError, ValueError, RecursionError):  # not plain JSON: validate without the memo
             return None
 
     def get(self, key: str | None) -> _Remembered | None:

@@ -115,7 +115,9 @@ def parse_review(body: bytes) -> Review:
         raise BadReview(f"body is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise BadReview("body is not a JSON object")
-    if _nesting_exceeds(doc, MAX_NESTING):
+    # Nesting deeper than the limit needs more brackets than that: count them in C first.
+    brackets = body.count(b"{") + body.count(b"[")
+    if brackets > MAX_NESTING and _nesting_exceeds(doc, MAX_NESTING):
         raise BadReview(f"body nests JSON deeper than {MAX_NESTING} levels")
     if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "AdmissionReview":
         raise BadReview(f"expected apiVersion {API_VERSION}, kind AdmissionReview")
