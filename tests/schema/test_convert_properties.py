@@ -18,7 +18,7 @@ from typing import Any
 
 from draguard.schema.convert import TARGETS, Conversion, convert_document
 from draguard.schema.diff import diff
-from draguard.schema.roundtrip import meaning
+from draguard.schema.roundtrip import meaning, round_trips
 from draguard.schema.validate import validate_object
 from hypothesis import HealthCheck, given, note, settings
 
@@ -129,3 +129,12 @@ def test_the_rule_set_finds_the_same_in_every_shape(doc: dict[str, Any]) -> None
         assert hub_findings(base) == expected, start
         for target in TARGETS:
             assert hub_findings(convert(base, target)) == expected, f"{start} → {target}"
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.documents())
+def test_the_roundtrip_command_finds_nothing_to_report(doc: dict[str, Any]) -> None:
+    """`round_trips`, behind `draguard roundtrip`, reports every pair of a valid document lossless."""
+    trips = round_trips(doc) or []
+    assert len(trips) == len(SHAPES) * (len(SHAPES) - 1)
+    assert all(t.lossless for t in trips), [t for t in trips if not t.lossless]
