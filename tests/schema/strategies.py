@@ -25,6 +25,7 @@ from typing import Any
 
 from draguard.schema.releases import DEFAULT_RELEASE, Release
 from draguard.schema.shapes import ListOf, MapOf, Node, Obj, claim_spec_node
+from draguard.schema.skew import FEATURE_SINCE
 from hypothesis import strategies as st
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
@@ -99,7 +100,7 @@ def _flawed(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any], flaws: bo
 
 
 @cache
-def _domains(flaws: bool) -> dict[str, st.SearchStrategy[Any]]:
+def _domains(flaws: bool, release: Release = DEFAULT_RELEASE) -> dict[str, st.SearchStrategy[Any]]:
     """Scalar value domains by field name (rules 6, 10–16, 20, 21)."""
     return {
         "deviceClassName": _flawed(dns_subdomains, st.sampled_from(("GPU", "-x")), flaws),
@@ -112,9 +113,7 @@ def _domains(flaws: bool) -> dict[str, st.SearchStrategy[Any]]:
         "key": label_keys,
         "operator": st.sampled_from(("Equal", "Exists")),
         "value": label_values,
-        "effect": _flawed(
-            st.sampled_from(DEFAULT_RELEASE.toleration_effects), st.just("Evict"), flaws
-        ),
+        "effect": _flawed(st.sampled_from(release.toleration_effects), st.just("Evict"), flaws),
         "tolerationSeconds": st.integers(0, 3600),
         "matchAttribute": _flawed(qualified_names, st.just("noslash"), flaws),
         "distinctAttribute": qualified_names,
@@ -160,36 +159,52 @@ _FIXES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-_BUILT: dict[tuple[int, str, bool], st.SearchStrategy[Any]] = {}
+_BUILT: dict[tuple[int, str, bool, Release], st.SearchStrategy[Any]] = {}
 
 
-def from_node(node: Node, field: str, flaws: bool) -> st.SearchStrategy[Any]:
+def from_node(
+    node: Node, field: str, flaws: bool, release: Release = DEFAULT_RELEASE
+) -> st.SearchStrategy[Any]:
     """Values for one model node; scalars from the domain of the field they sit in."""
-    key = (id(node), field, flaws)
+    key = (id(node), field, flaws, release)
     if key not in _BUILT:
-        _BUILT[key] = _build(node, field, flaws)
+        _BUILT[key] = _build(node, field, flaws, release)
     return _BUILT[key]
 
 
-def _build(node: Node, field: str, flaws: bool) -> st.SearchStrategy[Any]:
+def _gated_off(release: Release) -> frozenset[str]:
+    """Fields whose feature gate is off by default in `release`: it drops them on create (§3.8).
+
+    Read from the skew report's table of when each gated field turned on, so the
+    generator and `draguard.schema.gates` are checked against each other.
+    """
+    return frozenset(f for f, (since, _) in FEATURE_SINCE.items() if release.minor < since)
+
+
+def _build(node: Node, field: str, flaws: bool, release: Release) -> st.SearchStrategy[Any]:
     if isinstance(node, Obj):
-        fields = {k: v for k, v in node.fields.items() if k not in _LEFT_TO_CALLER}
+        skip = _LEFT_TO_CALLER | _gated_off(release)
+        fields = {k: v for k, v in node.fields.items() if k not in skip}
         required = _REQUIRED.get(node.type_name, ())
         if node.type_name == "CapacityRequirements":
             return st.fixed_dictionaries(
                 {"requests": st.dictionaries(qualified_names, quantities, min_size=1, max_size=2)}
             )
         strategy = st.fixed_dictionaries(
-            {k: from_node(v, k, flaws) for k, v in fields.items() if k in required},
-            optional={k: from_node(v, k, flaws) for k, v in fields.items() if k not in required},
+            {k: from_node(v, k, flaws, release) for k, v in fields.items() if k in required},
+            optional={
+                k: from_node(v, k, flaws, release) for k, v in fields.items() if k not in required
+            },
         )
         fix = _FIXES.get(node.type_name)
         return strategy.map(fix) if fix else strategy
     if isinstance(node, ListOf):
-        return st.lists(from_node(node.item, field, flaws), max_size=2)
+        return st.lists(from_node(node.item, field, flaws, release), max_size=2)
     if isinstance(node, MapOf):
-        return st.dictionaries(qualified_names, from_node(node.value, field, flaws), max_size=2)
-    return _domains(flaws)[field]
+        return st.dictionaries(
+            qualified_names, from_node(node.value, field, flaws, release), max_size=2
+        )
+    return _domains(flaws, release)[field]
 
 
 # --- requests, references, devices ------------------------------------------------------
@@ -230,24 +245,30 @@ def _unique_names(min_size: int, max_size: int) -> st.SearchStrategy[list[str]]:
 
 
 @st.composite
-def subrequest_lists(draw: Draw, types: dict[str, Obj], flaws: bool) -> list[dict[str, Any]]:
+def subrequest_lists(
+    draw: Draw, types: dict[str, Obj], flaws: bool, release: Release = DEFAULT_RELEASE
+) -> list[dict[str, Any]]:
     """1..8 subrequests with names unique within their request (rules 8, 9)."""
     names = draw(_unique_names(1, MAX_SUBREQUESTS))
-    body = from_node(types["DeviceSubRequest"], "", flaws)
+    body = from_node(types["DeviceSubRequest"], "", flaws, release)
     return [{"name": name, **draw(body)} for name in names]
 
 
 @st.composite
-def hub_requests(draw: Draw, types: dict[str, Obj], flaws: bool) -> list[dict[str, Any]]:
+def hub_requests(
+    draw: Draw, types: dict[str, Obj], flaws: bool, release: Release = DEFAULT_RELEASE
+) -> list[dict[str, Any]]:
     """Requests in the hub layout: each either `exactly` or `firstAvailable` (rule 7)."""
     names = draw(_unique_names(0, MAX_REQUESTS))
-    exact_body = from_node(types["ExactDeviceRequest"], "", flaws)
+    exact_body = from_node(types["ExactDeviceRequest"], "", flaws, release)
+    prioritized = "firstAvailable" not in _gated_off(release)
     requests = []
     for name in names:
-        if draw(st.booleans()):
+        if not prioritized or draw(st.booleans()):
             requests.append({"name": name, "exactly": draw(exact_body)})
         else:
-            requests.append({"name": name, "firstAvailable": draw(subrequest_lists(types, flaws))})
+            subrequests = draw(subrequest_lists(types, flaws, release))
+            requests.append({"name": name, "firstAvailable": subrequests})
     return requests
 
 
@@ -264,41 +285,58 @@ def references(requests: list[dict[str, Any]], flaws: bool) -> st.SearchStrategy
 
 @st.composite
 def constraints(
-    draw: Draw, node: Obj, requests: list[dict[str, Any]], flaws: bool
+    draw: Draw,
+    node: Obj,
+    requests: list[dict[str, Any]],
+    flaws: bool,
+    release: Release = DEFAULT_RELEASE,
 ) -> dict[str, Any]:
     """One constraint with exactly one of the attribute fields the model has (rule 18)."""
-    attributes = [k for k in ("matchAttribute", "distinctAttribute") if k in node.fields]
+    attributes = [
+        k
+        for k in ("matchAttribute", "distinctAttribute")
+        if k in node.fields and k not in _gated_off(release)
+    ]
     attribute = draw(st.sampled_from(attributes))
     out: dict[str, Any] = {}
     refs = draw(references(requests, flaws))
     if refs or draw(st.booleans()):
         out["requests"] = refs
-    out[attribute] = draw(_domains(flaws)[attribute])
+    out[attribute] = draw(_domains(flaws, release)[attribute])
     return out
 
 
 @st.composite
-def configs(draw: Draw, node: Obj, requests: list[dict[str, Any]], flaws: bool) -> dict[str, Any]:
+def configs(
+    draw: Draw,
+    node: Obj,
+    requests: list[dict[str, Any]],
+    flaws: bool,
+    release: Release = DEFAULT_RELEASE,
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     refs = draw(references(requests, flaws))
     if refs:
         out["requests"] = refs
     opaque = node.fields["opaque"]
-    out["opaque"] = draw(from_node(opaque, "opaque", flaws))
+    out["opaque"] = draw(from_node(opaque, "opaque", flaws, release))
     return out
 
 
 @st.composite
-def hub_devices(draw: Draw, types: dict[str, Obj], flaws: bool) -> dict[str, Any]:
+def hub_devices(
+    draw: Draw, types: dict[str, Obj], flaws: bool, release: Release = DEFAULT_RELEASE
+) -> dict[str, Any]:
     """A `DeviceClaim` in the hub layout with constraints and config referring to its requests."""
-    requests = draw(hub_requests(types, flaws))
+    requests = draw(hub_requests(types, flaws, release))
     devices: dict[str, Any] = {"requests": requests}
     items = st.integers(0, 2)
     constraint_list = [
-        draw(constraints(types["DeviceConstraint"], requests, flaws)) for _ in range(draw(items))
+        draw(constraints(types["DeviceConstraint"], requests, flaws, release))
+        for _ in range(draw(items))
     ]
     config_list = [
-        draw(configs(types["DeviceClaimConfiguration"], requests, flaws))
+        draw(configs(types["DeviceClaimConfiguration"], requests, flaws, release))
         for _ in range(draw(items))
     ]
     if constraint_list:
@@ -323,9 +361,10 @@ def claim_specs(
     draw: Draw, shape: str, *, flaws: bool = False, release: Release = DEFAULT_RELEASE
 ) -> tuple[str, dict[str, Any], list[str] | None]:
     """(apiVersion version, claim spec, request order for the annotation) in `shape`."""
-    version = draw(st.sampled_from(VERSIONS)) if shape == "parallel" else shape
+    served = [v for v in VERSIONS if release.has_api_version(v)]
+    version = draw(st.sampled_from(served)) if shape == "parallel" else shape
     types = _model(version, release, shape == "parallel")
-    devices = draw(hub_devices(types, flaws))
+    devices = draw(hub_devices(types, flaws, release))
     if version == "v1beta1":
         devices["requests"] = [_flat(r) for r in devices["requests"]]
     if shape != "parallel":

@@ -16,8 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from draguard.schema.convert import TARGETS, Conversion, convert_document
 from draguard.schema.diff import diff
+from draguard.schema.options import Options
+from draguard.schema.releases import release
 from draguard.schema.roundtrip import meaning, round_trips
 from draguard.schema.validate import validate_object
 from hypothesis import HealthCheck, given, note, settings
@@ -138,3 +141,34 @@ def test_the_roundtrip_command_finds_nothing_to_report(doc: dict[str, Any]) -> N
     trips = round_trips(doc) or []
     assert len(trips) == len(SHAPES) * (len(SHAPES) - 1)
     assert all(t.lossless for t in trips), [t for t in trips if not t.lossless]
+
+
+OLDER = ("1.34", "1.35", "1.36")
+
+
+@pytest.mark.parametrize("name", OLDER)
+def test_older_releases_round_trip_and_stay_valid(name: str) -> None:
+    """In 1.34–1.36 (other gates off by default, §1.1), a claim using only what is on converts, keeps its meaning and stays valid."""
+    options = Options(release=release(name))
+
+    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(strategies.documents(release=options.release))
+    def check(doc: dict[str, Any]) -> None:
+        for start in SHAPES:
+            base = convert_with(doc, start, options)
+            for via in SHAPES:
+                if via != start:
+                    back = convert_with(convert_with(base, via, options), start, options)
+                    assert meaning(back, options) == meaning(base, options), (start, via)
+            for target in TARGETS:
+                verdict = validate_object(convert_with(base, target, options), options=options)
+                assert verdict.valid, (start, target, [str(e) for e in verdict.errors])
+
+    check()
+
+
+def convert_with(obj: dict[str, Any], target: str, options: Options) -> dict[str, Any]:
+    conversion = convert_document(obj, target, options=options)
+    assert conversion.lossless, f"→ {target}: " + "; ".join(map(str, conversion.losses))
+    assert conversion.document is not None
+    return conversion.document
