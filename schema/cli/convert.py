@@ -12,7 +12,10 @@ what was dropped. Exit codes (`contract.md` §4): 0, 1 something not representab
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -96,8 +99,21 @@ def main(argv: Sequence[str]) -> int:
         results.append((path, result))
         if result.refused:
             status = max(status, EXIT_REFUSED)
-    _emit(results, in_place=args.in_place)
+    try:
+        _emit(results, in_place=args.in_place)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet_stdout()
     return status
+
+
+def quiet_stdout() -> None:
+    """The reader went away (`draguard convert … | head`): stop quietly, exit code kept.
+
+    stdout is pointed at /dev/null so that Python's flush at exit does not complain.
+    """
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def convert_file(

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, release
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
@@ -62,10 +63,18 @@ def main(argv: Sequence[str]) -> int:
                 trips = round_trips(item, options=options)
                 if trips is None:
                     continue
-                print(render_table(title, trips))
+                _say(render_table(title, trips))
                 if any(not t.lossless for t in trips) and status == EXIT_OK:
                     status = EXIT_DIFFERENT
     return status
+
+
+def _say(text: str) -> None:
+    """Print; when the reader went away (`| head`) go on quietly so the exit code stays right."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        quiet_stdout()
 
 
 def _objects(title: str, obj: Any) -> list[tuple[str, Any]]:

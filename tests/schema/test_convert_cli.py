@@ -412,3 +412,19 @@ def test_comments_move_with_what_moved(
     out = path.read_text()
     for kept in ("# best first", "- name: h100   # fastest", "# only ours", "{name: a100, "):
         assert kept in out
+
+
+@pytest.mark.parametrize("command", ["convert", "roundtrip"])
+def test_a_reader_that_goes_away_ends_quietly(tmp_path: Path, command: str) -> None:
+    """`draguard convert … | head -1`: no BrokenPipeError traceback, the exit code kept."""
+    path = write(tmp_path, "many.yaml", "---\n".join([MIXED.split("---\n")[1]] * 300))
+    args = ["--to", "v1", str(path)] if command == "convert" else [str(path)]
+    draguard = [sys.executable, "-m", "draguard.webhook.main", command, *args]
+    pipeline = subprocess.run(
+        ["bash", "-c", '"$@" | head -1; exit "${PIPESTATUS[0]}"', "bash", *draguard],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert pipeline.returncode == 0
+    assert "Traceback" not in pipeline.stderr and "BrokenPipe" not in pipeline.stderr
