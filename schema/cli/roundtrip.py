@@ -14,17 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from draguard.schema.cli.convert import quiet_stdout
+from draguard.schema.cli.documents import DocumentReader
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, release
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
-from draguard.schema.sources import (
-    SyntaxProblem,
-    Unreadable,
-    expand_paths,
-    load,
-    read_source,
-    split_documents,
-)
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
 
@@ -42,30 +35,17 @@ def main(argv: Sequence[str]) -> int:
         print(f"draguard roundtrip: {exc}", file=sys.stderr)
         return EXIT_USAGE
     status = EXIT_OK
-    for path in expand_paths(args.paths):
-        source = read_source(path)
-        if isinstance(source, Unreadable):
-            print(
-                f"draguard roundtrip: cannot read {source.name}: {source.reason}", file=sys.stderr
-            )
-            status = EXIT_USAGE
-            continue
-        for chunk in split_documents(source):
-            obj = load(chunk)
-            if isinstance(obj, SyntaxProblem):
-                print(
-                    f"draguard roundtrip: {chunk.file}:{obj.line}:{obj.column}: {obj.detail}",
-                    file=sys.stderr,
-                )
-                status = EXIT_USAGE
+    reader = DocumentReader("draguard roundtrip")
+    for chunk, obj in reader.documents(args.paths):
+        for title, item in _objects(f"{chunk.file} document {chunk.index}", obj):
+            trips = round_trips(item, options=options)
+            if trips is None:
                 continue
-            for title, item in _objects(f"{chunk.file} document {chunk.index}", obj):
-                trips = round_trips(item, options=options)
-                if trips is None:
-                    continue
-                _say(render_table(title, trips))
-                if any(not t.lossless for t in trips) and status == EXIT_OK:
-                    status = EXIT_DIFFERENT
+            _say(render_table(title, trips))
+            if any(not t.lossless for t in trips) and status == EXIT_OK:
+                status = EXIT_DIFFERENT
+    if reader.failed:
+        return EXIT_USAGE
     return status
 
 

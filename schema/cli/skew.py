@@ -14,18 +14,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from draguard.schema.cli.documents import DocumentReader
 from draguard.schema.errors import FieldError
 from draguard.schema.releases import NEWEST, OLDEST, RELEASES
 from draguard.schema.skew import ReleaseView, component_notes, releases_between, skew_document
-from draguard.schema.sources import (
-    STDIN_NAME,
-    SyntaxProblem,
-    Unreadable,
-    expand_paths,
-    load,
-    read_source,
-    split_documents,
-)
+from draguard.schema.sources import STDIN_NAME
 
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE = 0, 1, 2
 
@@ -50,27 +43,16 @@ def main(argv: Sequence[str]) -> int:
         print(f"draguard skew: {exc}", file=sys.stderr)
         return EXIT_USAGE
     results, status = [], EXIT_OK
-    for path in expand_paths(args.paths):
-        source = read_source(path)
-        if isinstance(source, Unreadable):
-            print(f"draguard skew: cannot read {source.name}: {source.reason}", file=sys.stderr)
-            status = EXIT_USAGE
+    reader = DocumentReader("draguard skew")
+    for chunk, obj in reader.documents(args.paths):
+        views = skew_document(obj, releases)
+        if views is None:
             continue
-        for chunk in split_documents(source):
-            obj = load(chunk)
-            if isinstance(obj, SyntaxProblem):
-                print(
-                    f"draguard skew: {chunk.file}:{obj.line}:{obj.column}: {obj.detail}",
-                    file=sys.stderr,
-                )
-                status = EXIT_USAGE
-                continue
-            views = skew_document(obj, releases)
-            if views is None:
-                continue
-            results.append(_result(chunk.file, chunk.index, obj, views))
-            if status == EXIT_OK and not all(v.fine for v in views):
-                status = EXIT_CHANGED
+        results.append(_result(chunk.file, chunk.index, obj, views))
+        if status == EXIT_OK and not all(v.fine for v in views):
+            status = EXIT_CHANGED
+    if reader.failed:
+        status = EXIT_USAGE
     print(
         json.dumps({"results": results}, indent=2)
         if args.output == "json"
