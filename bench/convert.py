@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from draguard.schema.cli.convert import convert_file
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.options import DEFAULT_OPTIONS

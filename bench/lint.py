@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
 from draguard.schema.cli import lint as lint_cli
 
 FILES = 20

@@ -88,10 +88,11 @@ REVIEW = {
 
 def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
     """gunicorn with draguard's settings, serving a Flask app that judges nothing."""
-    from draguard.webhook.config import Config
-    from draguard.webhook.server import gunicorn_settings
     from flask import Flask, Response, request
     from gunicorn.app.base import BaseApplication
+
+    from draguard.webhook.config import Config
+    from draguard.webhook.server import gunicorn_settings
 
     config = Config(host="127.0.0.1", port=port, state_dir=state_dir, workers=workers,
                     threads=threads, log_level="warning")

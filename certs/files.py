@@ -24,6 +24,7 @@ from typing import Literal
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
 from draguard.certs.authority import (
     DEFAULT_CA_DAYS,
     DEFAULT_LEAF_DAYS,

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509 import verification
+
 from draguard.certs.authority import PrivateKey
 from draguard.certs.errors import CertificateFileError, KeyMismatchError
 

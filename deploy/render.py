@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import yaml
+
 from draguard.deploy.kustomize import Manifest, build
 
 CertMode = Literal["self", "cert-manager"]

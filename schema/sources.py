@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal
 
 import yaml
+
 from draguard.schema.paths import Segment
 from draguard.schema.yamlevents import Positions, load_with_positions
 

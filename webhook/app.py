@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flask import Flask
+
 from draguard.schema.options import Options
 from draguard.webhook.config import Config
 from draguard.webhook.metrics import Metrics
 from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.tls import ContextCache, cache_for
-from flask import Flask
 
 log = logging.getLogger("draguard.webhook")
 decisions = logging.getLogger("draguard.webhook.decisions")

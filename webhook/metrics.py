@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from draguard.schema.releases import API_VERSIONS, GROUP
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -25,6 +24,8 @@ from prometheus_client import (
     multiprocess,
     values,
 )
+
+from draguard.schema.releases import API_VERSIONS, GROUP
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Buckets from 0.5 ms: the rule set answers in well under a millisecond, and the

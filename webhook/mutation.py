@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
+
 from draguard.schema.errors import ErrorType, FieldError
 from draguard.schema.options import Options
 from draguard.schema.rules import REQUESTS_MAX

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NoReturn
 
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
 from draguard.schema.paths import FieldPath
 from draguard.schema.validate import validate_object
 from draguard.webhook.policy import (
@@ -30,9 +34,6 @@ from draguard.webhook.policy import (
     is_dns_label,
     is_dns_subdomain,
 )
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 # DeviceSelectorsMaxSize (upstream-rules.md §2.4).
 _MAX_SELECTORS = 32

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from flask import Blueprint, Response, current_app, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
 from draguard.webhook.app import WebhookState, decisions
 from draguard.webhook.config import FailureMode
 from draguard.webhook.review import (
@@ -25,8 +28,6 @@ from draguard.webhook.review import (
     answer_validate,
     parse_review,
 )
-from flask import Blueprint, Response, current_app, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 log = logging.getLogger("draguard.webhook")
 blueprint = Blueprint("draguard", __name__)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gunicorn.app.base import BaseApplication
+
 from draguard.webhook.config import Config
 from draguard.webhook.metrics import child_exit
 from draguard.webhook.tls import gunicorn_ssl_context
-from gunicorn.app.base import BaseApplication
 
 
 def gunicorn_settings(config: Config) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ruamel.yaml.error import YAMLError
+
 from draguard.schema.cli.fix import _write_atomically
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.options import Options
@@ -44,7 +46,6 @@ from draguard.schema.yamledit import (
     load_documents,
     to_plain,
 )
-from ruamel.yaml.error import YAMLError
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 

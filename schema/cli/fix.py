@@ -17,12 +17,13 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from ruamel.yaml.comments import CommentedSeq
+from ruamel.yaml.error import YAMLError
+
 from draguard.schema.advice import config_reference_rewrites
 from draguard.schema.shapes import identify
 from draguard.schema.sources import STDIN, Unreadable, expand_paths, read_source
 from draguard.schema.yamledit import dump_documents, load_documents, to_plain
-from ruamel.yaml.comments import CommentedSeq
-from ruamel.yaml.error import YAMLError
 
 EXIT_OK, EXIT_UNFIXABLE, EXIT_USAGE = 0, 1, 2
 

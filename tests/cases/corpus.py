@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from draguard.schema.options import Options
 from draguard.schema.releases import release
 

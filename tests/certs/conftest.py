@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from draguard.certs.authority import PemPair, issue_ca
 from draguard.certs.files import StatePaths, create_certificates
 

@@ -10,6 +10,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from draguard.certs.authority import (
     BACKDATE,
     KeyType,
@@ -19,8 +22,6 @@ from draguard.certs.authority import (
     service_dns_names,
 )
 from draguard.certs.inspection import chain_problem, parse_pair
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 DNS_LABEL = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?\Z")
 

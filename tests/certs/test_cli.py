@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+
 from draguard.certs.cli import main
 from draguard.certs.cluster import ClusterApi
 from draguard.certs.files import StatePaths, ca_bundle_b64, load_pair

@@ -12,6 +12,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+
 from draguard.certs.cli import main
 from draguard.certs.cluster import (
     LABELS,

@@ -15,6 +15,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from draguard.certs import files
 from draguard.certs.authority import KeyType, issue_ca, issue_serving_cert, service_dns_names
 from draguard.certs.errors import CertificateFileError, KeyMismatchError
@@ -32,8 +35,6 @@ from draguard.certs.files import (
     renewal_reason,
     write_atomically,
 )
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 DAY = dt.timedelta(days=1)
 FOUR_FILES = {"ca.crt", "ca.key", "tls.crt", "tls.key"}

@@ -10,8 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from draguard.certs.cluster import ClusterError, KubernetesApi
 from kubernetes import client
+
+from draguard.certs.cluster import ClusterError, KubernetesApi
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+
 from draguard.certs.files import StatePaths, create_certificates, renew
 
 SERVICE_NAME = "draguard.draguard-system.svc"

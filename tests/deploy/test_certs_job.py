@@ -19,6 +19,7 @@ from typing import Any
 import jsonpatch
 import pytest
 from cryptography import x509
+
 from draguard.certs.authority import service_dns_names
 from draguard.certs.cli import main as certs_main
 from draguard.certs.cluster import ClusterError

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from draguard.deploy import cli
 from draguard.deploy.kustomize import KustomizeError, build
 from draguard.deploy.render import (
@@ -26,8 +29,6 @@ from draguard.deploy.render import (
     wrapper_kustomization,
 )
 from draguard.webhook.main import main as draguard_main
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 KUBECTL = shutil.which("kubectl")
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")

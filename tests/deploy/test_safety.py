@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from draguard.certs.authority import service_dns_names
 from draguard.certs.cli import build_parser as certs_parser
 from draguard.deploy.render import CERT_MODES, DEFAULT_IMAGE, RenderOptions, render

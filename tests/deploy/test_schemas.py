@@ -10,9 +10,10 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
+from kubernetes_validate.utils import SchemaNotFoundError, latest_version
+
 from draguard.deploy.render import CERT_MODES, RenderOptions, render
 from draguard.schema.releases import OLDEST
-from kubernetes_validate.utils import SchemaNotFoundError, latest_version
 
 Manifest = dict[str, Any]
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+
 from draguard.certs.cli import main as certs_main
 from draguard.certs.cluster import ca_bundle_patch
 from draguard.deploy.render import RenderOptions, render

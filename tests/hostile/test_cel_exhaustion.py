@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.errors import ErrorType
 

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from draguard.schema.cli import convert as convert_cli
-from draguard.schema.cli import lint as lint_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from draguard.schema.cli import convert as convert_cli
+from draguard.schema.cli import lint as lint_cli
 
 from .mutations import paths
 from .test_webhook_fuzz import CLAIM, WRONG_VALUES, put_at

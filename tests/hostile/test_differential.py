@@ -20,12 +20,13 @@ from typing import Any
 import jsonpatch
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.errors import ErrorType
 from draguard.schema.options import Options
 from draguard.schema.validate import validate_object
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from .conftest import ROOT, _load, corpus, review
 from .mutations import damage

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from draguard.certs.authority import issue_ca, issue_serving_cert
 from draguard.certs.files import StatePaths, renew, write_atomically
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from draguard.schema.options import DEFAULT_OPTIONS
 from draguard.schema.validate import validate_object
 from draguard.webhook.mutation import mutate

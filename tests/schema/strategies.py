@@ -23,10 +23,11 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from hypothesis import strategies as st
+
 from draguard.schema.releases import DEFAULT_RELEASE, Release
 from draguard.schema.shapes import ListOf, MapOf, Node, Obj, claim_spec_node
 from draguard.schema.skew import FEATURE_SINCE
-from hypothesis import strategies as st
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
 VERSIONS = ("v1", "v1beta2", "v1beta1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from draguard.schema.advice import CODES, Version
 from draguard.schema.options import Options
 from draguard.schema.releases import release

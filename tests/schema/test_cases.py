@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from draguard.schema.validate import Verdict, validate_object
 
 

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from draguard.schema.validate import validate_object
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from draguard.schema.errors import ErrorType, FieldError
-from draguard.schema.validate import validate_object
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from draguard.schema.errors import ErrorType, FieldError
+from draguard.schema.validate import validate_object
 
 
 def _load_corpus() -> ModuleType:

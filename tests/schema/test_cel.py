@@ -7,6 +7,9 @@ The expressions are the styles the Kubernetes DRA documentation and GPU drivers 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.cel import (
     MAX_EXPRESSION_BYTES,
     analyse_selector,
@@ -17,8 +20,6 @@ from draguard.schema.cel import (
 from draguard.schema.errors import ErrorType
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import RELEASES
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from draguard.schema.cel_ast import CelType, WireError, decode_checked
-from draguard.schema.cel_env import EnvFlags, environment
 from hypothesis import given
 from hypothesis import strategies as st
+
+from draguard.schema.cel_ast import CelType, WireError, decode_checked
+from draguard.schema.cel_env import EnvFlags, environment
 
 ENV = environment(EnvFlags(consumable_capacity=True))
 

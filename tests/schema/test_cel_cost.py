@@ -8,6 +8,7 @@ only the expressions that exist without DRAListTypeAttributes are taken.
 from __future__ import annotations
 
 import pytest
+
 from draguard.schema.cel import analyse_selector
 from draguard.schema.cel_cost import COST_LIMIT, UNBOUNDED
 

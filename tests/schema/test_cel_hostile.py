@@ -9,12 +9,13 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.cel import MAX_EXPRESSION_BYTES, check_selector
 from draguard.schema.errors import ErrorType
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import RELEASES
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")

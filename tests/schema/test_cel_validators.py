@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from draguard.schema.cel import check_selector
 from draguard.schema.cel_validators import valid_duration, valid_regex, valid_timestamp
 from draguard.schema.paths import FieldPath

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.releases import release

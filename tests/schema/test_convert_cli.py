@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.cli.convert import convert_file, main
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.options import DEFAULT_OPTIONS
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 MIXED = """\
 # A comment at the top of the file stays.

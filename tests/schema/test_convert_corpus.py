@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.roundtrip import round_trips
 from draguard.schema.validate import validate_object

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from draguard.schema.cli.convert import main
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

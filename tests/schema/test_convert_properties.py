@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+
 from draguard.schema.convert import TARGETS, Conversion, convert_document
 from draguard.schema.diff import diff
 from draguard.schema.options import Options
 from draguard.schema.releases import release
 from draguard.schema.roundtrip import meaning, round_trips
 from draguard.schema.validate import validate_object
-from hypothesis import HealthCheck, given, note, settings
 
 
 def _load(name: str, file: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from draguard.schema.skew import ReleaseView, releases_between, skew_document
 
 

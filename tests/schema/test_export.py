@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from draguard.schema.cli.export import main
 from draguard.schema.export import Variant, build_schema, export_schemas, variants
 from draguard.schema.releases import DEFAULT_RELEASE, RELEASES

@@ -16,13 +16,14 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.export import Variant, build_schema
 from draguard.schema.options import Options
 from draguard.schema.releases import RELEASES, Release
 from draguard.schema.shapes import identify
 from draguard.schema.validate import validate_object
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 NEWEST = RELEASES["1.37"]
 NESTED = ("v1", "v1beta2")

@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 from draguard.schema.export import Variant, build_schema
 from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
 from draguard.schema.shapes import identify

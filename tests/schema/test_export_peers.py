@@ -23,13 +23,14 @@ import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.export import Variant, build_schema
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
 from draguard.schema.shapes import identify
 from draguard.schema.validate import validate_object
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 PEER_RELEASES = ("1.34", "1.35", "1.36", "1.37")  # kubernetes-validate ships 1.25–1.37

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from draguard.schema.cli.fix import main
 from draguard.schema.validate import validate_object
 

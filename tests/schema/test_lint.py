@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from draguard.schema import lint
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath, parse_path

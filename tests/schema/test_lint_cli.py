@@ -13,12 +13,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.options import Options
 from draguard.schema.releases import release
 from draguard.webhook import main as draguard_main
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 

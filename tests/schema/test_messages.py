@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from draguard.schema.errors import aggregate_message, go_quote, invalid, required
 from draguard.schema.paths import FieldPath, parse_path
 from draguard.schema.validate import validate_object

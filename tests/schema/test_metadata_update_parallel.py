@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from draguard.schema.options import Options
 from draguard.schema.validate import validate_object, validate_update
 

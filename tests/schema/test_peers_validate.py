@@ -17,8 +17,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from draguard.schema.validate import validate_object
 from kubernetes_validate.utils import ValidationError, latest_version, validate
+
+from draguard.schema.validate import validate_object
 
 
 def _load_corpus() -> ModuleType:

@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from draguard.schema.report import (
     REPORTERS,
     DocumentResult,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from draguard.schema.cli.roundtrip import main, render_table
 from draguard.schema.diff import Change
 from draguard.schema.paths import FieldPath

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from draguard.schema.conversion import hub_request_to_v1beta1
 from draguard.schema.options import Options
 from draguard.schema.validate import validate_object

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from draguard.schema.cli.skew import main
 from draguard.schema.skew import component_notes, releases_between, skew_document
 

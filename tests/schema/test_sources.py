@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+
 from draguard.schema.sources import (
     STDIN_NAME,
     Chunk,

@@ -6,9 +6,10 @@ import math
 from typing import Any
 
 import yaml
-from draguard.schema.yamlevents import TextLoader, load_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from draguard.schema.yamlevents import TextLoader, load_text
 
 _scalars = (
     st.none() | st.booleans() | st.integers()

@@ -8,15 +8,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.options import Options
 from draguard.schema.validate import Verdict
 from draguard.webhook.app import create_app, decisions
 from draguard.webhook.config import Config
 from draguard.webhook.review import RuleSet
-from flask import Flask
-from flask.testing import FlaskClient
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 LIMIT = 4096  # a small body limit keeps the 413 tests cheap
 

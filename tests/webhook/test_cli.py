@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from draguard.webhook.cli import EXAMPLE_REVIEW, main, prepare_certificates, print_banner
 from draguard.webhook.config import Config
 

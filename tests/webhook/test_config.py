@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from draguard.schema.releases import DEFAULT_RELEASE, release
 from draguard.webhook.config import Config, ConfigError, parse_config
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+
 from draguard.schema.errors import ErrorType
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.releases import release

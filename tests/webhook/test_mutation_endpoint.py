@@ -10,10 +10,11 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from draguard.webhook.app import create_app
-from draguard.webhook.config import Config
 from flask import Flask
 from flask.testing import FlaskClient
+
+from draguard.webhook.app import create_app
+from draguard.webhook.config import Config
 
 POLICY = """\
 catalog:

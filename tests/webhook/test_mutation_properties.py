@@ -8,11 +8,12 @@ from types import MappingProxyType
 from typing import Any
 
 import jsonpatch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from draguard.schema.options import DEFAULT_OPTIONS
 from draguard.webhook.mutation import apply_policy, make_patch, mutate
 from draguard.webhook.policy import Alternative, CatalogEntry, Limits, Policy
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 CLASSES = ("gpu.example.com", "nic.example.com", "fpga.example.com", "old.legacy.example.com")
 # Keys no DRA type has, chosen to need JSON-pointer escaping (`~0`, `~1`) and unicode.

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from draguard.webhook.policy import Policy, PolicyStore
 
 CAP_TWO = "limits: {maxAlternatives: 2}\n"

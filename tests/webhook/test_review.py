@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
 from draguard.schema.advice import Advice
 from draguard.schema.errors import FieldError, duplicate, required, too_many
 from draguard.schema.options import Options

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
+
 from draguard.certs.files import StatePaths, renew, write_atomically
 
 from .conftest import Server, start_server

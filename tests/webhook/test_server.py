@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from draguard.schema.options import Options
 from draguard.schema.validate import validate_object
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from draguard.webhook.skew import (
     MAX_TOTAL_CHARS,
     MAX_WARNING_CHARS,
     limit_warnings,
     skew_warnings,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def claim(*requests: dict[str, Any], kind: str = "ResourceClaim", **devices: Any) -> dict[str, Any]:

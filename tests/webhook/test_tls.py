@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from draguard.certs.files import StatePaths, create_certificates, renew, write_atomically
 from draguard.certs.inspection import CertifiedKey
 from draguard.webhook.tls import (
