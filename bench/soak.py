@@ -13,7 +13,7 @@ thread renews the serving certificate (`draguard.certs.files.renew`, same CA) ev
 prints its requests, errors, p50/p95/p99. The summary gives the total errors (target
 0), the renewals seen by new connections, whether the same workers are still alive,
 their RSS at the start and the end, and the latency drift: last window minus first
-window, for p50 and p99. Not part of CI (docs/soak.md). Exit 0 when there were no
+window, for p50 and p99. Not part of CI (README, "Soak run"). Exit 0 when there were no
 errors and every renewal was served, 1 otherwise.
 """
 
