@@ -44,6 +44,7 @@ class Advice:
     path: FieldPath
     code: str
     message: str
+    release_note: bool = False  # about a bug of the selected release (for `draguard skew`)
 
     @property
     def field(self) -> str:
@@ -299,6 +300,7 @@ def check_all_mode(
                 f"allocationMode All in alternative {j}: the allocator in Kubernetes "
                 f"{version.release.name} mishandles an All-mode subrequest after the first "
                 "(fixed in 1.36.0, not backported); move it first or avoid All here",
+                release_note=True,
             )
         else:
             yield Advice(
@@ -356,6 +358,7 @@ def check_class_config_names(
             f"Kubernetes {version.release.name}.x before 1.33.6 / 1.34.2 leaves request names out of "
             "DeviceClass configs in allocation results, so drivers cannot tell which alternative a "
             "class config belongs to; upgrade to a fixed patch",
+            release_note=True,
         )
 
 

@@ -44,6 +44,7 @@ class ReleaseView:
     explanation: str
     if_enabled: ReleaseView | None = None
     has_version: bool = True
+    notes: tuple[str, ...] = ()  # known bugs of this release that the document runs into
 
     @property
     def fine(self) -> bool:
@@ -93,7 +94,16 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
         # served by default, so this is the only place its drop is explained (issue 3 §4).
         + (enabled.explanation if enabled.verdict != "accepted" else "accepted")
     )
-    return ReleaseView(release.name, False, (), "rejected", (), explanation, if_enabled=enabled)
+    return ReleaseView(
+        release.name,
+        False,
+        (),
+        "rejected",
+        (),
+        explanation,
+        if_enabled=enabled,
+        notes=enabled.notes,
+    )
 
 
 def _absence(api_version: str, version: str, release: Release) -> str:
@@ -112,7 +122,10 @@ def _enabled_view(obj: Any, release: Release) -> ReleaseView:
     if state == "rejected":
         more = f" (+{len(verdict.errors) - 1} more)" if len(verdict.errors) > 1 else ""
         words.append(f"rejected: {verdict.errors[0]}{more}")
-    return ReleaseView(release.name, True, dropped, state, verdict.errors, "; ".join(words))
+    notes = tuple(f"{w.field}: {w.message}" for w in verdict.warnings if w.release_note)
+    return ReleaseView(
+        release.name, True, dropped, state, verdict.errors, "; ".join(words), notes=notes
+    )
 
 
 def describe_drops(obj: Any, dropped: tuple[FieldPath, ...]) -> Iterator[str]:

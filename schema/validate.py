@@ -269,7 +269,7 @@ def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
                 item.path, devices_path.child("requests"), devices_path, prepared.origins
             )
             if mapped is not None:
-                item = Advice(mapped[1], item.code, item.message)
+                item = Advice(mapped[1], item.code, item.message, item.release_note)
         yield item
 
 

@@ -83,6 +83,8 @@ def _view_json(view: ReleaseView) -> dict[str, Any]:
         "errors": [_error_json(e) for e in view.errors],
         "explanation": view.explanation,
     }
+    if view.notes:
+        out["notes"] = list(view.notes)
     if not view.served:
         out["if_enabled"] = (
             None
@@ -117,6 +119,7 @@ def render_text(results: list[dict[str, Any]]) -> str:
             lines.append(
                 f"  {view['version']:<8} {served:<7} {verdict:<9} {view['explanation']}".rstrip()
             )
+            lines.extend(f"  {'':<8} note: {note}" for note in view.get("notes", []))
         for note in result["components"]:
             lines.append(f"  note: {note}")
         lines.append("")

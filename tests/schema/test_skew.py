@@ -131,3 +131,18 @@ def test_cli_fine_everywhere_exits_0(tmp_path: Path) -> None:
 def test_cli_usage_errors(argv: list[str]) -> None:
     """Bad ranges and missing paths are usage errors (exit 2)."""
     assert main(argv) == 2
+
+
+def test_release_notes_name_the_allocator_bug_by_release() -> None:
+    """An All-mode alternative after the first is a note in 1.34 and 1.35 only (fixed in 1.36.0)."""
+    request = {
+        "name": "gpu",
+        "firstAvailable": [
+            {"name": "one", "deviceClassName": "a.example.com"},
+            {"name": "all", "deviceClassName": "a.example.com", "allocationMode": "All"},
+        ],
+    }
+    views = skew_document(claim("v1", [request]), releases_between("1.34", "1.36")) or []
+    noted = {v.version: [n for n in v.notes if "allocationMode" in n] for v in views}
+    assert noted["1.34"] and noted["1.35"] and not noted["1.36"]
+    assert "fixed in 1.36.0" in noted["1.35"][0]
