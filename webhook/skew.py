@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from draguard.schema.skew import FEATURE_SINCE
+
 MAX_WARNING_CHARS = 256
 MAX_TOTAL_CHARS = 4096
 
@@ -71,10 +73,17 @@ def _device_warnings(devices: Mapping[str, Any]) -> Iterator[str]:
             prioritized.add(name)
             # upstream-rules.md §1.1/§1.3: the gate is beta from 1.34; an older scheduler
             # sees a request with neither `exactly` nor `deviceClassName` and refuses it.
-            yield (f"request {name} uses firstAvailable: schedulers before 1.34 cannot "
-                   "allocate it")
+            yield (
+                f"request {name} uses firstAvailable: schedulers before {_since('firstAvailable')} cannot "
+                "allocate it"
+            )
         yield from _exact_warnings(name, request)
     yield from _reference_warnings(devices, prioritized)
+
+
+def _since(feature: str) -> str:
+    """The release that turned the feature's gate on by default (one table: schema.skew)."""
+    return f"1.{FEATURE_SINCE[feature][0]}"
 
 
 def _exact_warnings(name: str, request: Mapping[str, Any]) -> Iterator[str]:
@@ -84,13 +93,13 @@ def _exact_warnings(name: str, request: Mapping[str, Any]) -> Iterator[str]:
     subs = [s for s in listed if isinstance(s, dict)] if isinstance(listed, list) else []
     if fields.get("adminAccess") is True:
         # §1.1 DRAAdminAccess: default-on from 1.34; older apiservers drop the field.
-        yield f"request {name} uses adminAccess: clusters before 1.34 drop it"
+        yield f"request {name} uses adminAccess: clusters before {_since('adminAccess')} drop it"
     if fields.get("tolerations") or any(s.get("tolerations") for s in subs):
         # §1.1 DRADeviceTaints: default-on from 1.36; §3.8 drops it where the gate is off.
-        yield f"request {name} uses tolerations: clusters before 1.36 drop them"
+        yield f"request {name} uses tolerations: clusters before {_since('tolerations')} drop them"
     if fields.get("capacity") or any(s.get("capacity") for s in subs):
         # §1.1 DRAConsumableCapacity: default-on from 1.36.
-        yield f"request {name} uses capacity: clusters before 1.36 drop it"
+        yield f"request {name} uses capacity: clusters before {_since('capacity')} drop it"
 
 
 def _reference_warnings(devices: Mapping[str, Any], prioritized: set[str]) -> Iterator[str]:
@@ -101,13 +110,17 @@ def _reference_warnings(devices: Mapping[str, Any], prioritized: set[str]) -> It
             for ref in refs if isinstance(refs, list) else []:
                 if isinstance(ref, str) and "/" in ref and ref.split("/", 1)[0] in prioritized:
                     # §1.3: results name `<request>/<subrequest>`; drivers must parse that form.
-                    yield (f"{section}[{i}] names subrequest {ref}: drivers built before "
-                           "1.33 do not understand subrequest results")
+                    yield (
+                        f"{section}[{i}] names subrequest {ref}: drivers built before "
+                        "1.33 do not understand subrequest results"
+                    )
         if section == "constraints":
             for i, entry in enumerate(entries if isinstance(entries, list) else []):
                 if isinstance(entry, dict) and entry.get("distinctAttribute"):
-                    yield (f"constraints[{i}] uses distinctAttribute: clusters before 1.36 "
-                           "drop it")
+                    yield (
+                        f"constraints[{i}] uses distinctAttribute: clusters before {_since('distinctAttribute')} "
+                        "drop it"
+                    )
 
 
 def _name(request: Mapping[str, Any]) -> str:
