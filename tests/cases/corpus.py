@@ -1,9 +1,8 @@
 """The example corpus as values: every document of tests/cases/*.yaml with its expectation.
 
 Shared by the corpus harness and the peer cross-checks (tests/schema/test_cases.py,
-test_peers_client.py, test_peers_validate.py); other test files may load it too:
-
-    spec = importlib.util.spec_from_file_location("corpus", CASES_DIR / "corpus.py")
+test_peers_client.py, test_peers_validate.py); pytest puts this folder on the import
+path (pyproject `pythonpath`), so any test file says `import corpus`.
 
 The format of expected.yaml is documented at the top of that file.
 """

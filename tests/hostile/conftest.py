@@ -33,19 +33,23 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
-webhook_helpers = _load("draguard_tests_webhook_helpers", ROOT / "tests" / "webhook" / "conftest.py")
-corpus = _load("draguard_tests_corpus", ROOT / "tests" / "cases" / "corpus.py")
+webhook_helpers = _load(
+    "draguard_tests_webhook_helpers", ROOT / "tests" / "webhook" / "conftest.py"
+)
 Server = webhook_helpers.Server
 ApiserverClient = webhook_helpers.ApiserverClient
 start_server = webhook_helpers.start_server
 
 
-def review(obj: Any, *, uid: str = "hostile", operation: str = "CREATE",
-           namespace: str = "default") -> dict[str, Any]:
+def review(
+    obj: Any, *, uid: str = "hostile", operation: str = "CREATE", namespace: str = "default"
+) -> dict[str, Any]:
     """An AdmissionReview request as the apiserver sends it."""
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": uid, "operation": operation, "namespace": namespace,
-                        "object": obj}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": uid, "operation": operation, "namespace": namespace, "object": obj},
+    }
 
 
 def is_admission_review(body: bytes, uid: str) -> bool:
@@ -55,9 +59,13 @@ def is_admission_review(body: bytes, uid: str) -> bool:
     except ValueError:
         return False
     response = doc.get("response") if isinstance(doc, dict) else None
-    return (doc.get("apiVersion") == "admission.k8s.io/v1" and doc.get("kind") == "AdmissionReview"
-            and isinstance(response, dict) and response.get("uid") == uid
-            and isinstance(response.get("allowed"), bool))
+    return (
+        doc.get("apiVersion") == "admission.k8s.io/v1"
+        and doc.get("kind") == "AdmissionReview"
+        and isinstance(response, dict)
+        and response.get("uid") == uid
+        and isinstance(response.get("allowed"), bool)
+    )
 
 
 @pytest.fixture(scope="session")

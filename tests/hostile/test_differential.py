@@ -17,8 +17,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+import corpus
 import jsonpatch
 import pytest
+import strategies
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,19 +30,23 @@ from draguard.schema.errors import ErrorType
 from draguard.schema.options import Options
 from draguard.schema.validate import validate_object
 
-from .conftest import ROOT, _load, corpus, review
+from .conftest import review
 from .mutations import damage
 
-strategies = _load("draguard_tests_strategies", ROOT / "tests" / "schema" / "strategies.py")
 SEED = 4816
 OBJECTS = 2000
 
 
 def served_documents() -> list[dict[str, Any]]:
     """Corpus documents an apiserver could send: no parallel shape, no pinned old release."""
-    return [case.document for case in corpus.load_cases()
-            if isinstance(case.document, dict) and not case.parallel
-            and case.kubernetes_version is None and case.namespace_labels is None]
+    return [
+        case.document
+        for case in corpus.load_cases()
+        if isinstance(case.document, dict)
+        and not case.parallel
+        and case.kubernetes_version is None
+        and case.namespace_labels is None
+    ]
 
 
 def generated(count: int, seed: int) -> list[dict[str, Any]]:
@@ -67,8 +73,9 @@ def rejections(doc: Any) -> list[str]:
 
 
 def ask(api: Any, doc: dict[str, Any], path: str, uid: str) -> dict[str, Any]:
-    reply = api.request("POST", path, json.dumps(review(doc, uid=uid,
-                                                        namespace=namespace_of(doc))).encode())
+    reply = api.request(
+        "POST", path, json.dumps(review(doc, uid=uid, namespace=namespace_of(doc))).encode()
+    )
     assert reply.status == 200, (reply.status, reply.body[:300])
     response: dict[str, Any] = reply.json()["response"]
     assert response["uid"] == uid
@@ -101,8 +108,9 @@ def test_generator_makes_both_verdicts(verdicts: list[bool]) -> None:
     assert OBJECTS * 0.1 < sum(verdicts) < OBJECTS * 0.9
 
 
-def test_validate_answers_as_the_rule_set(hostile_server: Any, damaged: list[dict[str, Any]],
-                                          verdicts: list[bool]) -> None:
+def test_validate_answers_as_the_rule_set(
+    hostile_server: Any, damaged: list[dict[str, Any]], verdicts: list[bool]
+) -> None:
     """For every damaged object, /validate's `allowed` equals the rule set's verdict."""
     api = hostile_server.client()
     answers = [ask(api, doc, "/validate", f"d{i}")["allowed"] for i, doc in enumerate(damaged)]
@@ -110,21 +118,26 @@ def test_validate_answers_as_the_rule_set(hostile_server: Any, damaged: list[dic
     assert [i for i, allowed in enumerate(answers) if allowed is not verdicts[i]] == []
 
 
-def test_lint_agrees_with_validate(hostile_server: Any, damaged: list[dict[str, Any]],
-                                   tmp_path: Path) -> None:
+def test_lint_agrees_with_validate(
+    hostile_server: Any, damaged: list[dict[str, Any]], tmp_path: Path
+) -> None:
     """`draguard lint` calls each linted object valid exactly when /validate allows it."""
     sample = damaged[:500]
     verdicts = lint_verdicts(sample, tmp_path)
     assert len(verdicts) > 300  # a damaged kind or apiVersion is skipped, not linted
     api = hostile_server.client()
-    wrong = [i for i, valid in verdicts.items()
-             if ask(api, sample[i], "/validate", f"l{i}")["allowed"] is not valid]
+    wrong = [
+        i
+        for i, valid in verdicts.items()
+        if ask(api, sample[i], "/validate", f"l{i}")["allowed"] is not valid
+    ]
     api.close()
     assert wrong == []
 
 
-def test_mutation_never_allows_what_the_rules_reject(hostile_server: Any,
-                                                     damaged: list[dict[str, Any]]) -> None:
+def test_mutation_never_allows_what_the_rules_reject(
+    hostile_server: Any, damaged: list[dict[str, Any]]
+) -> None:
     """Every patch /mutate allows yields an object the rule set accepts."""
     api = hostile_server.client()
     patched = 0
@@ -143,13 +156,28 @@ def test_mutation_never_allows_what_the_rules_reject(hostile_server: Any,
     assert bad == []
 
 
-@settings(max_examples=20, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                     HealthCheck.data_too_large])
-@given(docs=st.lists(st.sampled_from(strategies.VERSIONS).flatmap(
-    lambda version: strategies.documents(version, flaws=True)), min_size=6, max_size=6))
-def test_generated_objects_validate_as_the_rule_set(hostile_server: Any,
-                                                    docs: list[dict[str, Any]]) -> None:
+@settings(
+    max_examples=20,
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
+@given(
+    docs=st.lists(
+        st.sampled_from(strategies.VERSIONS).flatmap(
+            lambda version: strategies.documents(version, flaws=True)
+        ),
+        min_size=6,
+        max_size=6,
+    )
+)
+def test_generated_objects_validate_as_the_rule_set(
+    hostile_server: Any, docs: list[dict[str, Any]]
+) -> None:
     """Hypothesis objects with flaws: /validate agrees with the rule set, /mutate patches pass it."""
     api = hostile_server.client()
     for i, doc in enumerate(docs):

@@ -7,30 +7,15 @@ a look. One parameter per document, id `file:index`.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 import pytest
 
 from draguard.schema.validate import Verdict, validate_object
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "cases" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
 CASES = corpus.load_cases()
 PINNED = [case for case in CASES if any(f.message is not None for f in case.errors)]
 
@@ -77,8 +62,9 @@ def test_corpus_is_big_enough() -> None:
 @pytest.mark.parametrize("kind", corpus.KINDS)
 def test_corpus_covers_version_and_kind(version: str, kind: str) -> None:
     """Every apiVersion and kind has valid and invalid documents in the upstream shape."""
-    outcomes = Counter(c.valid for c in CASES
-                       if c.version == version and c.kind == kind and not c.parallel)
+    outcomes = Counter(
+        c.valid for c in CASES if c.version == version and c.kind == kind and not c.parallel
+    )
     assert outcomes[True] >= 1 and outcomes[False] >= 1
 
 
@@ -93,8 +79,7 @@ def test_corpus_covers_parallel_shape() -> None:
 @pytest.mark.parametrize("rule", [r for r in range(1, 22) if r != 13])
 def test_corpus_covers_rule(rule: int) -> None:
     """Every rule of upstream-rules.md §3.3 (1–21) has at least one failing document."""
-    failing = [c for c in CASES
-               if not c.valid and str(rule) in re.findall(r"\brule (\d+)", c.rule)]
+    failing = [c for c in CASES if not c.valid and str(rule) in re.findall(r"\brule (\d+)", c.rule)]
     assert failing, f"no failing document tagged 'rule {rule}'"
 
 
@@ -102,14 +87,27 @@ def test_corpus_covers_rule(rule: int) -> None:
 def test_expectation_is_consistent(case: corpus.Case) -> None:
     """An expectation is valid exactly when it lists no errors, and names a known type."""
     assert case.valid is (not case.errors)
-    known = {"Required", "Invalid", "Duplicate", "TooMany", "TooLong", "Forbidden",
-             "NotSupported", "InternalError", "Unknown", "Malformed"}
+    known = {
+        "Required",
+        "Invalid",
+        "Duplicate",
+        "TooMany",
+        "TooLong",
+        "Forbidden",
+        "NotSupported",
+        "InternalError",
+        "Unknown",
+        "Malformed",
+    }
     assert {f.type for f in case.errors} <= known
 
 
-@pytest.mark.parametrize("error_type", ["Required", "Invalid", "Duplicate", "TooMany",
-                                        "TooLong", "Forbidden", "NotSupported"])
+@pytest.mark.parametrize(
+    "error_type",
+    ["Required", "Invalid", "Duplicate", "TooMany", "TooLong", "Forbidden", "NotSupported"],
+)
 def test_corpus_pins_every_upstream_error_type(error_type: str) -> None:
     """Each upstream error type has at least one pinned message in the corpus (§3.1)."""
-    assert any(f.type == error_type and f.message is not None
-               for case in CASES for f in case.errors)
+    assert any(
+        f.type == error_type and f.message is not None for case in CASES for f in case.errors
+    )

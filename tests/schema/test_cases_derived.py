@@ -13,28 +13,13 @@ original document.
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 import pytest
 
 from draguard.schema.validate import validate_object
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "cases" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
 CASES = corpus.load_cases()
 OTHER_NESTED = {"v1": "v1beta2", "v1beta2": "v1"}
 # v1 does not exist before 1.34 (§1.2), so relabelling is meaningful only from 1.34 on.
@@ -75,8 +60,9 @@ def findings(document: Any, case: Any) -> list[tuple[str, str]]:
     return [(e.type.value, e.field) for e in verdict.errors]
 
 
-RELABEL = [c for c in CASES if c.version in OTHER_NESTED
-           and c.kubernetes_version not in OLD_RELEASES]
+RELABEL = [
+    c for c in CASES if c.version in OTHER_NESTED and c.kubernetes_version not in OLD_RELEASES
+]
 WRAP = [c for c in CASES if c.kind == "ResourceClaim" and isinstance(c.document.get("spec"), dict)]
 
 

@@ -9,38 +9,29 @@ and every rule finding must name a field of the document's metadata or spec.
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.errors import ErrorType, FieldError
 from draguard.schema.validate import validate_object
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "cases" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
 VALID = [c for c in corpus.load_cases() if c.valid]
 
 Path_ = tuple[str | int, ...]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
-    | st.text(max_size=20) | st.sampled_from(["", "gpu", "Bad_Name", "a/b/c", "All", "Exists"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20)
+    | st.sampled_from(["", "gpu", "Bad_Name", "a/b/c", "All", "Exists"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 

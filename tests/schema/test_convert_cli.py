@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import strategies
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -346,25 +346,13 @@ def test_list_items_are_converted_one_by_one(
     assert listing["apiVersion"] == "v1" and listing["kind"] == "List"
 
 
-def _strategies() -> Any:
-    """tests/schema/strategies.py, loaded once (the test folders are not packages)."""
-    name = "draguard_test_strategies"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "strategies.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @settings(
     max_examples=settings.default.max_examples,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(
-    doc=_strategies().documents(),
+    doc=strategies.documents(),
     target=st.sampled_from(TARGETS),
     flow=st.booleans(),
 )

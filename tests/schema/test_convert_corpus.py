@@ -8,31 +8,19 @@ parallel layout as the property tests map them.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
+import parallel_findings
 import pytest
 
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.roundtrip import round_trips
 from draguard.schema.validate import validate_object
 
-
-def _load(name: str, path: Path) -> ModuleType:
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 HERE = Path(__file__).resolve().parent
-corpus = _load("draguard_test_corpus", HERE.parent / "cases" / "corpus.py")
+
 CASES = [c for c in corpus.load_cases() if not c.disputed]
 # Valid as written: a document that is valid only after its release dropped a gated
 # field is refused by design (the drop is a loss), shown by the golden release pairs.
@@ -59,7 +47,7 @@ INVALID = [
 
 
 def findings(doc: dict[str, Any], options: Any) -> list[tuple[str, str, str]]:
-    helper = _load("draguard_test_parallel_findings", HERE / "parallel_findings.py")
+    helper = parallel_findings
     mapped: list[tuple[str, str, str]] = helper.hub_findings(doc, options)
     return mapped
 

@@ -10,14 +10,13 @@ docs/convert.md). A failure prints the minimal document and the differences.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+import strategies
 from hypothesis import HealthCheck, given, note, settings
+from parallel_findings import hub_findings
 
 from draguard.schema.convert import TARGETS, Conversion, convert_document
 from draguard.schema.diff import diff
@@ -26,20 +25,6 @@ from draguard.schema.releases import release
 from draguard.schema.roundtrip import meaning, round_trips
 from draguard.schema.validate import validate_object
 
-
-def _load(name: str, file: str) -> Any:
-    """A helper module of this folder (the test folders are not packages)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / file)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-strategies = _load("draguard_test_strategies", "strategies.py")
-hub_findings = _load("draguard_test_parallel_findings", "parallel_findings.py").hub_findings
 SHAPES: tuple[str, ...] = strategies.SHAPES
 
 PROPERTY = settings(

@@ -8,14 +8,12 @@ byte sizes, the admin-access namespace check and the kubectl-filled namespace.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 import jsonschema
 import pytest
 
@@ -44,26 +42,7 @@ def _left_to_rules(finding: Any) -> bool:
     )
 
 
-def _load_corpus() -> ModuleType | None:
-    """The shared corpus loader `tests/cases/corpus.py`, or None while it is absent."""
-    path = CASES / "corpus.py"
-    if not path.exists() or not (CASES / "expected.yaml").exists():
-        return None
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
-ABSENT = pytest.mark.skip(reason="tests/cases (corpus.py, expected.yaml) is not written yet")
-CORPUS = (
-    [pytest.param(c, id=c.id) for c in corpus.load_cases() if not c.disputed]
-    if corpus is not None
-    else [pytest.param(None, id="corpus-absent", marks=ABSENT)]
-)
+CORPUS = [pytest.param(c, id=c.id) for c in corpus.load_cases() if not c.disputed]
 
 
 @cache
@@ -99,8 +78,6 @@ def test_schema_agrees_with_the_oracle(case: Any):
 
 def test_corpus_is_large_enough_to_mean_something():
     """The oracle covers valid examples of both kinds in every version and shape."""
-    if corpus is None:
-        pytest.skip("tests/cases is not written yet")
     seen = set()
     for case in corpus.load_cases():
         shape = identify(case.document)

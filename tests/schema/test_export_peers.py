@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils
@@ -84,24 +82,7 @@ def ours_rejects(doc: Any, release: str) -> bool:
     return not _validator(shape.kind, shape.version, shape.parallel, release).is_valid(doc)
 
 
-def _load_corpus() -> ModuleType | None:
-    """The shared corpus loader `tests/cases/corpus.py`, or None while it is absent."""
-    path = CASES / "corpus.py"
-    if not path.exists() or not (CASES / "expected.yaml").exists():
-        return None
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _corpus() -> list[Any]:
-    corpus = _load_corpus()
-    if corpus is None:
-        absent = pytest.mark.skip(reason="tests/cases is not written yet")
-        return [pytest.param(None, None, id="corpus-absent", marks=absent)]
     params = []
     for case in corpus.load_cases():
         shape = identify(case.document)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
+import lint_fakes as fakes
 import pytest
 
 from draguard.schema import lint
@@ -15,18 +11,6 @@ from draguard.schema.paths import FieldPath, parse_path
 from draguard.schema.report import DocumentResult
 from draguard.schema.sources import Source, split_documents
 
-
-def _load_fakes() -> ModuleType:
-    path = Path(__file__).with_name("lint_fakes.py")
-    spec = importlib.util.spec_from_file_location("draguard_test_lint_fakes", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fakes = _load_fakes()
 OPTIONS = Options(default_namespace="default")
 
 
@@ -87,23 +71,38 @@ spec:
     assert _where(result) == [("Invalid", "spec.spec.devices.requests[0].exactly.count", 11, 11)]
 
 
-ADMIN_HEAD = ("apiVersion: resource.k8s.io/{version}\nkind: {kind}\n"
-              "x-errors: [[Forbidden, 'spec.devices.requests[0].adminAccess']]\n")
+ADMIN_HEAD = (
+    "apiVersion: resource.k8s.io/{version}\nkind: {kind}\n"
+    "x-errors: [[Forbidden, 'spec.devices.requests[0].adminAccess']]\n"
+)
 
 
 @pytest.mark.parametrize(
     ("kind", "version", "body", "where"),
     [
-        pytest.param("ResourceClaim", "v1",
-                     "spec:\n  devices:\n    requests:\n    - name: a\n      exactly:\n"
-                     "        adminAccess: true\n", (9, 9), id="claim-v1"),
-        pytest.param("ResourceClaim", "v1beta1",
-                     "spec:\n  devices:\n    requests:\n    - name: a\n"
-                     "      adminAccess: true\n", (8, 7), id="claim-v1beta1-flat"),
-        pytest.param("ResourceClaimTemplate", "v1",
-                     "spec:\n  spec:\n    devices:\n      requests:\n      - name: a\n"
-                     "        exactly:\n          adminAccess: true\n", (10, 11),
-                     id="template-v1"),
+        pytest.param(
+            "ResourceClaim",
+            "v1",
+            "spec:\n  devices:\n    requests:\n    - name: a\n      exactly:\n"
+            "        adminAccess: true\n",
+            (9, 9),
+            id="claim-v1",
+        ),
+        pytest.param(
+            "ResourceClaim",
+            "v1beta1",
+            "spec:\n  devices:\n    requests:\n    - name: a\n      adminAccess: true\n",
+            (8, 7),
+            id="claim-v1beta1-flat",
+        ),
+        pytest.param(
+            "ResourceClaimTemplate",
+            "v1",
+            "spec:\n  spec:\n    devices:\n      requests:\n      - name: a\n"
+            "        exactly:\n          adminAccess: true\n",
+            (10, 11),
+            id="template-v1",
+        ),
     ],
 )
 def test_admin_access_quirk_path_is_found(
@@ -117,21 +116,41 @@ def test_admin_access_quirk_path_is_found(
 @pytest.mark.parametrize(
     ("path", "shape", "expected"),
     [
-        pytest.param("spec.devices.requests[0].exactly.count", "v1beta1",
-                     ["spec.devices.requests[0].count", "spec.devices.requests[0].exactly.count"],
-                     id="v1beta1-flat-first"),
-        pytest.param("spec.devices.requests[0].exactly.count", "v1",
-                     ["spec.devices.requests[0].exactly.count"], id="v1-as-is"),
-        pytest.param("spec.devices.prioritizedRequests[0].options[1].name", "parallel",
-                     ["spec.devices.prioritizedRequests[0].options[1].name"], id="parallel-as-is"),
-        pytest.param("spec.devices.requests[2].adminAccess", "v1",
-                     ["spec.devices.requests[2].adminAccess",
-                      "spec.devices.requests[2].exactly.adminAccess",
-                      "spec.spec.devices.requests[2].adminAccess",
-                      "spec.spec.devices.requests[2].exactly.adminAccess"], id="admin-access-quirk"),
-        pytest.param("spec.devices.config[0].requests[0]", "v1beta1",
-                     ["spec.devices.config[0].requests[0]"],
-                     id="config-requests-untouched"),
+        pytest.param(
+            "spec.devices.requests[0].exactly.count",
+            "v1beta1",
+            ["spec.devices.requests[0].count", "spec.devices.requests[0].exactly.count"],
+            id="v1beta1-flat-first",
+        ),
+        pytest.param(
+            "spec.devices.requests[0].exactly.count",
+            "v1",
+            ["spec.devices.requests[0].exactly.count"],
+            id="v1-as-is",
+        ),
+        pytest.param(
+            "spec.devices.prioritizedRequests[0].options[1].name",
+            "parallel",
+            ["spec.devices.prioritizedRequests[0].options[1].name"],
+            id="parallel-as-is",
+        ),
+        pytest.param(
+            "spec.devices.requests[2].adminAccess",
+            "v1",
+            [
+                "spec.devices.requests[2].adminAccess",
+                "spec.devices.requests[2].exactly.adminAccess",
+                "spec.spec.devices.requests[2].adminAccess",
+                "spec.spec.devices.requests[2].exactly.adminAccess",
+            ],
+            id="admin-access-quirk",
+        ),
+        pytest.param(
+            "spec.devices.config[0].requests[0]",
+            "v1beta1",
+            ["spec.devices.config[0].requests[0]"],
+            id="config-requests-untouched",
+        ),
     ],
 )
 def test_candidate_paths(path: str, shape: str, expected: list[str]) -> None:
@@ -142,9 +161,11 @@ def test_candidate_paths(path: str, shape: str, expected: list[str]) -> None:
 
 def test_required_field_points_at_nearest_parent() -> None:
     """A missing field (Required) is placed at the deepest part of its path that exists."""
-    text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
-            "x-errors: [[Required, 'spec.devices.requests[0].exactly.deviceClassName']]\n"
-            "spec:\n  devices:\n    requests:\n    - name: a\n      exactly: {}\n")
+    text = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+        "x-errors: [[Required, 'spec.devices.requests[0].exactly.deviceClassName']]\n"
+        "spec:\n  devices:\n    requests:\n    - name: a\n      exactly: {}\n"
+    )
     (result,) = _check(text)
     assert _where(result)[0][2:] == (8, 7)
 
@@ -168,29 +189,43 @@ items:
 """
     results = _check(text)
     assert [(r.document, r.item, r.name, r.skipped) for r in results] == [
-        (0, None, None, True), (1, 0, "one", False), (1, 1, None, True), (1, 2, "three", False)]
+        (0, None, None, True),
+        (1, 0, "one", False),
+        (1, 1, None, True),
+        (1, 2, "three", False),
+    ]
     assert _where(results[3]) == [("Invalid", "metadata.name", 12, 14)]
 
 
 def test_typed_list_items_inherit_kind() -> None:
     """Items of a `ResourceClaimList` without their own apiVersion/kind take the list's."""
-    text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimList\n"
-            "items:\n- metadata: {name: a}\n")
+    text = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimList\nitems:\n- metadata: {name: a}\n"
+    )
     (result,) = _check(text)
     assert (result.kind, result.api_version, result.name) == (
-        "ResourceClaim", "resource.k8s.io/v1", "a")
+        "ResourceClaim",
+        "resource.k8s.io/v1",
+        "a",
+    )
 
 
 def test_broken_document_is_malformed_and_the_rest_is_checked() -> None:
     """A document that does not parse is one invalid result with its line; later ones still run."""
-    text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n---\n"
-            "a: [1\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
-            "x-errors: [[Invalid, kind]]\n")
+    text = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n---\n"
+        "a: [1\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+        "x-errors: [[Invalid, kind]]\n"
+    )
     results = _check(text)
     assert [r.valid for r in results] == [True, False, False]
     broken = results[1]
     assert (broken.document, broken.kind, broken.errors[0].type, broken.errors[0].field) == (
-        1, None, "Malformed", "")
+        1,
+        None,
+        "Malformed",
+        "",
+    )
     assert broken.errors[0].line == 4
     assert broken.errors[0].message.startswith("Malformed value: cannot parse YAML")
     assert _where(results[2]) == [("Invalid", "kind", 7, 1)]
@@ -217,8 +252,10 @@ def test_empty_and_null_documents_give_no_result() -> None:
 
 def test_validator_crash_is_an_internal_error_of_that_object() -> None:
     """A bug in the rule set turns into an InternalError finding; other documents still run."""
-    results = _check("kind: ResourceClaim\nx-crash: true\n---\n"
-                     "kind: ResourceClaim\napiVersion: resource.k8s.io/v1\n")
+    results = _check(
+        "kind: ResourceClaim\nx-crash: true\n---\n"
+        "kind: ResourceClaim\napiVersion: resource.k8s.io/v1\n"
+    )
     assert results[0].errors[0].type == "InternalError"
     assert "RuntimeError: boom" in results[0].errors[0].message
     assert results[1].valid
@@ -226,18 +263,23 @@ def test_validator_crash_is_an_internal_error_of_that_object() -> None:
 
 def test_warnings_are_located_like_errors() -> None:
     """Warnings from the rule set carry their code and a position in the user's file."""
-    text = ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
-            "x-warnings: [[parent-reference, kind]]\n")
+    text = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+        "x-warnings: [[parent-reference, kind]]\n"
+    )
     (result,) = _check(text)
     assert result.valid
     assert [(w.code, w.field, w.line, w.column) for w in result.warnings] == [
-        ("parent-reference", "kind", 2, 1)]
+        ("parent-reference", "kind", 2, 1)
+    ]
 
 
 def test_jobs_give_the_same_results_in_order() -> None:
     """Several processes give exactly the results of one, in document order."""
-    docs = [f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c{i}}}\n"
-            + ("x-errors: [[Invalid, metadata.name]]\n" if i % 3 == 0 else "")
-            for i in range(300)]
+    docs = [
+        f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c{i}}}\n"
+        + ("x-errors: [[Invalid, metadata.name]]\n" if i % 3 == 0 else "")
+        for i in range(300)
+    ]
     text = "---\n".join(docs)
     assert _check(text, jobs=2) == _check(text, jobs=1)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
+import lint_fakes as fakes
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,17 +23,6 @@ from draguard.webhook import main as draguard_main
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fakes = _load("draguard_test_lint_fakes", Path(__file__).with_name("lint_fakes.py"))
 
 GOOD = """\
 apiVersion: resource.k8s.io/v1
@@ -100,6 +89,7 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
 
 # --- the real rule set -------------------------------------------------------------
 
+
 def test_json_output_with_the_real_rules(tmp_path: Path) -> None:
     """The contract's JSON: a valid claim, and an invalid one with fields, types and positions."""
     good, bad = _write(tmp_path, "good.yaml", GOOD), _write(tmp_path, "bad.yaml", BAD)
@@ -111,7 +101,10 @@ def test_json_output_with_the_real_rules(tmp_path: Path) -> None:
     assert by_name["good"]["namespace"] == "default"  # filled as kubectl does, not reported
     bad_result = by_name["bad"]
     assert (bad_result["file"], bad_result["document"], bad_result["namespace"]) == (
-        bad, 0, "team-a")
+        bad,
+        0,
+        "team-a",
+    )
     assert [(e["field"], e["type"], e["line"], e["column"]) for e in bad_result["errors"]] == [
         ("spec.devices.requests[0].firstAvailable[1]", "Duplicate", 13, 9),
         ("spec.devices.constraints[0].requests[0]", "Invalid", 16, 18),
@@ -126,7 +119,8 @@ def test_text_output_is_the_default(tmp_path: Path) -> None:
     code, out, _ = _run([bad])
     assert code == 1
     assert out.splitlines()[0] == (
-        f'{bad}:13:9: spec.devices.requests[0].firstAvailable[1]: Duplicate value: "big"')
+        f'{bad}:13:9: spec.devices.requests[0].firstAvailable[1]: Duplicate value: "big"'
+    )
 
 
 def test_stdin_is_read_with_dash() -> None:
@@ -135,7 +129,9 @@ def test_stdin_is_read_with_dash() -> None:
     assert code == 1
     results = json.loads(out)["results"]
     assert [(r["file"], r["document"], r["valid"]) for r in results] == [
-        ("<stdin>", 0, True), ("<stdin>", 1, False)]
+        ("<stdin>", 0, True),
+        ("<stdin>", 1, False),
+    ]
     assert results[1]["errors"][0]["line"] == 15 + 13  # GOOD is 14 lines, then `---`
 
 
@@ -155,9 +151,12 @@ def test_admin_access_check_needs_namespace_labels(tmp_path: Path) -> None:
     assert code == 1
     (error,) = json.loads(out)["results"][0]["errors"]
     assert (error["type"], error["field"], error["line"], error["column"]) == (
-        "Forbidden", "spec.devices.requests[0].adminAccess", 9, 7)
-    code, _, _ = _run(["--namespace-labels",
-                       "resource.kubernetes.io/admin-access=true", path])
+        "Forbidden",
+        "spec.devices.requests[0].adminAccess",
+        9,
+        7,
+    )
+    code, _, _ = _run(["--namespace-labels", "resource.kubernetes.io/admin-access=true", path])
     assert code == 0
 
 
@@ -176,6 +175,7 @@ def test_folders_are_walked_and_other_kinds_counted(tmp_path: Path) -> None:
 
 # --- options and exit codes ----------------------------------------------------------
 
+
 def test_options_reach_the_rule_set(tmp_path: Path) -> None:
     """Version, namespace and namespace labels become the Options the rule set is called with."""
     seen: list[Options] = []
@@ -185,13 +185,30 @@ def test_options_reach_the_rule_set(tmp_path: Path) -> None:
         return fakes.fake_validate(obj, options=options)
 
     path = _write(tmp_path, "a.yaml", GOOD)
-    code, _, _ = _run(["--kubernetes-version", "1.34.3", "--namespace", "ns",
-                       "--namespace-labels", "a=b, c=", "--profile", "kueue", path],
-                      validate=spy)
+    code, _, _ = _run(
+        [
+            "--kubernetes-version",
+            "1.34.3",
+            "--namespace",
+            "ns",
+            "--namespace-labels",
+            "a=b, c=",
+            "--profile",
+            "kueue",
+            path,
+        ],
+        validate=spy,
+    )
     assert code == 0
-    assert seen == [Options(release=release("1.34"), namespace_labels={"a": "b", "c": ""},
-                            default_namespace="ns", kubernetes_patch=3,
-                            profiles=frozenset({"kueue"}))]
+    assert seen == [
+        Options(
+            release=release("1.34"),
+            namespace_labels={"a": "b", "c": ""},
+            default_namespace="ns",
+            kubernetes_patch=3,
+            profiles=frozenset({"kueue"}),
+        )
+    ]
 
 
 @pytest.mark.parametrize(
@@ -254,8 +271,9 @@ def test_exit_codes(tmp_path: Path, files: dict[str, Any], expected: int) -> Non
     [
         pytest.param([], 0, id="warnings-do-not-fail"),
         pytest.param(["--fail-on-warning"], 1, id="fail-on-warning"),
-        pytest.param(["--fail-on-warning", "--disable", "other,parent-reference"], 0,
-                     id="disabled-code"),
+        pytest.param(
+            ["--fail-on-warning", "--disable", "other,parent-reference"], 0, id="disabled-code"
+        ),
     ],
 )
 def test_warnings_and_exit_code(tmp_path: Path, extra: list[str], expected: int) -> None:
@@ -268,7 +286,9 @@ def test_warnings_and_exit_code(tmp_path: Path, extra: list[str], expected: int)
     assert has == ("--disable" not in extra)
 
 
-def test_dispatched_by_the_draguard_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dispatched_by_the_draguard_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`draguard lint …` reaches this command through the console entry point."""
     path = _write(tmp_path, "a.yaml", GOOD)
     assert draguard_main.main(["lint", "--output", "json", path]) == 0
@@ -276,8 +296,6 @@ def test_dispatched_by_the_draguard_command(tmp_path: Path, capsys: pytest.Captu
 
 
 # --- the corpus ----------------------------------------------------------------------
-
-corpus = _load("draguard_test_corpus_for_lint", CASES / "corpus.py")
 
 
 def _lint_corpus(*extra: str) -> dict[tuple[str, int], dict[str, Any]]:
@@ -291,8 +309,11 @@ def test_corpus_findings_and_positions() -> None:
     results = _lint_corpus()
     checked = 0
     for case in corpus.load_cases():
-        if case.disputed or case.raw.keys() & {"kubernetes_version", "namespace_labels",
-                                               "default_namespace"}:
+        if case.disputed or case.raw.keys() & {
+            "kubernetes_version",
+            "namespace_labels",
+            "default_namespace",
+        }:
             continue
         result = results[(case.file, case.index)]
         assert result["valid"] == case.valid, case.id
@@ -328,6 +349,7 @@ def test_jobs_match_one_process_on_the_corpus(tmp_path: Path) -> None:
 
 # --- never a traceback -----------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_any_bytes_give_an_exit_code_not_a_traceback(data: bytes) -> None:
@@ -341,9 +363,18 @@ def test_any_bytes_give_an_exit_code_not_a_traceback(data: bytes) -> None:
     assert "summary" in json.loads(out)
 
 
-_PIECES = [*"apiVersion:kd-[]{},\n &*!?#\"'~01",
-           "apiVersion: resource.k8s.io/v1\n", "kind: ResourceClaim\n", "kind: List\n",
-           "spec:\n", "  devices:\n", "    requests:\n", "    - name: a\n", "items:\n", "---\n"]
+_PIECES = [
+    *"apiVersion:kd-[]{},\n &*!?#\"'~01",
+    "apiVersion: resource.k8s.io/v1\n",
+    "kind: ResourceClaim\n",
+    "kind: List\n",
+    "spec:\n",
+    "  devices:\n",
+    "    requests:\n",
+    "    - name: a\n",
+    "items:\n",
+    "---\n",
+]
 _manifestish = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
 
 
@@ -406,8 +437,13 @@ def test_workload_naming_a_subrequest_is_warned(tmp_path: Path) -> None:
     deployment = next(r for r in data["results"] if r["kind"] == "Deployment")
     assert (deployment["document"], deployment["valid"]) == (1, True)
     assert [(w["code"], w["field"], w["line"], w["column"]) for w in deployment["warnings"]] == [
-        ("pod-names-subrequest", "spec.template.spec.containers[0].resources.claims[0].request",
-         28, 13)]
+        (
+            "pod-names-subrequest",
+            "spec.template.spec.containers[0].resources.claims[0].request",
+            28,
+            13,
+        )
+    ]
     assert data["summary"] == {"documents": 3, "valid": 2, "invalid": 0, "skipped": 1}
 
 

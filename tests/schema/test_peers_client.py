@@ -9,28 +9,13 @@ draguard accepts) agrees with upstream's schema.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 import pytest
 from kubernetes.client import ApiClient
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "cases" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
 UPSTREAM = [c for c in corpus.load_cases() if not c.parallel]
 VALID = [c for c in UPSTREAM if c.valid]
 # Documents whose expected findings are decoding findings (contract §3): the client's

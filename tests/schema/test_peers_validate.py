@@ -10,29 +10,14 @@ draguard's own and is left out.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import corpus
 import pytest
 from kubernetes_validate.utils import ValidationError, latest_version, validate
 
 from draguard.schema.validate import validate_object
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "cases" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("draguard_test_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
 UPSTREAM = [c for c in corpus.load_cases() if not c.parallel]
 DECODING = [c for c in UPSTREAM if any(f.type in ("Unknown", "Malformed") for f in c.errors)]
 NEWEST = "1.37"
