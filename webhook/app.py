@@ -7,7 +7,6 @@ that worker's files before the first request. `/readyz` reports exactly those.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from flask import Flask
 
 from draguard.schema.options import Options
 from draguard.webhook.config import Config
+from draguard.webhook.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.metrics import Metrics
 from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.tls import ContextCache, cache_for
@@ -130,15 +130,11 @@ def load_mutator(config: Config, *,
     return apply
 
 
-class _JsonLine(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps(record.msg, separators=(",", ":"), default=str)
-
-
 def _configure_decision_log() -> None:
     """One JSON object per line on stderr for decisions; gunicorn-like lines for the rest.
 
-    gunicorn configures only its own loggers, so draguard's get a handler here.
+    gunicorn configures only its own loggers, so draguard's get a handler here. Decision
+    lines are written in batches (`draguard.webhook.decisionlog`), flushed at exit.
     """
     if decisions.handlers:
         return
@@ -148,8 +144,8 @@ def _configure_decision_log() -> None:
     log.addHandler(plain)
     log.setLevel(logging.INFO)
     log.propagate = False
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonLine())
+    handler = BatchingHandler(sys.stderr)
+    handler.setFormatter(JsonLine())
     decisions.addHandler(handler)
     decisions.setLevel(logging.INFO)
     decisions.propagate = False
