@@ -47,13 +47,12 @@ class BatchingHandler(logging.Handler):
         # Called with self.lock held (Handler.handle), as are flush() and the flusher.
         try:
             self._lines.append(self.format(record) + "\n")
-        except Exception:
+            if len(self._lines) >= self.max_lines or self._closed:
+                self._write()
+            elif self._flusher_pid != os.getpid():
+                self._start_flusher()
+        except Exception:  # as StreamHandler: reported, never raised into a request
             self.handleError(record)
-            return
-        if len(self._lines) >= self.max_lines or self._closed:
-            self._write()
-        elif self._flusher_pid != os.getpid():
-            self._start_flusher()
 
     def flush(self) -> None:
         self.acquire()
@@ -63,22 +62,19 @@ class BatchingHandler(logging.Handler):
             self.release()
 
     def close(self) -> None:
-        self.flush()
-        self._closed = True
-        self._wake.set()
-        super().close()
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._wake.set()
+            super().close()
 
     def _write(self) -> None:
         if not self._lines:
             return
         text, self._lines = "".join(self._lines), []
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except Exception:
-            # As Handler.handleError: report it, never raise into a request.
-            if logging.raiseExceptions:
-                traceback.print_exc()
+        self.stream.write(text)
+        self.stream.flush()
 
     def _start_flusher(self) -> None:
         # Per process: a thread does not survive fork, so a forked child starts its own.
@@ -90,4 +86,8 @@ class BatchingHandler(logging.Handler):
         pid = os.getpid()
         while not self._closed and self._flusher_pid == pid:
             self._wake.wait(self.interval)
-            self.flush()
+            try:
+                self.flush()
+            except Exception:  # a broken stream: say so, keep the thread for the next lines
+                if logging.raiseExceptions:
+                    traceback.print_exc()
