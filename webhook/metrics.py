@@ -56,14 +56,22 @@ class Metrics:
             "draguard_policy_load_failures",
             "Policy files refused (unreadable or invalid); the last good policy stays in force.",
             registry=self.registry)
+        # The labelled children by label values: `labels()` takes a lock and checks the
+        # values on every call; clamped labels keep this dict small.
+        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
 
     def observe(self, *, endpoint: str, kind: str = "", version: str = "", operation: str = "",
                 decision: str, seconds: float, findings: int = 0) -> None:
         kind = kind if kind in KINDS else ("other" if kind else "")
         version = version if version in VERSIONS else ("other" if version else "")
         operation = operation if operation in OPERATIONS else ("other" if operation else "")
-        self.requests.labels(endpoint, kind, version, operation, decision).inc()
-        self.latency.labels(endpoint, decision).observe(seconds)
+        key = (endpoint, kind, version, operation, decision)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children.setdefault(key, (
+                self.requests.labels(*key), self.latency.labels(endpoint, decision)))
+        children[0].inc()
+        children[1].observe(seconds)
         if findings:
             self.findings.labels(endpoint, kind).inc(findings)
 
