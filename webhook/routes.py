@@ -34,6 +34,7 @@ blueprint = Blueprint("draguard", __name__)
 
 Answerer = Callable[..., Answer]
 JSON_TYPES = frozenset({"application/json"})
+ANSWERERS: dict[str, Answerer] = {"validate": answer_validate, "mutate": answer_mutate}
 
 
 def _state() -> WebhookState:
@@ -43,12 +44,12 @@ def _state() -> WebhookState:
 
 @blueprint.post("/validate")
 def validate() -> Response:
-    return _admit("validate", answer_validate)
+    return _admit("validate")
 
 
 @blueprint.post("/mutate")
 def mutate() -> Response:
-    return _admit("mutate", answer_mutate)
+    return _admit("mutate")
 
 
 @blueprint.get("/healthz")
@@ -77,7 +78,7 @@ def http_error(exc: HTTPException) -> Response:
     return _error(code, exc.description or exc.name)
 
 
-def _admit(endpoint: str, answer: Answerer) -> Response:
+def _admit(endpoint: str) -> Response:
     started = time.perf_counter()
     state = _state()
     rejected = _reject_transport(state)
@@ -87,21 +88,30 @@ def _admit(endpoint: str, answer: Answerer) -> Response:
         return _error(code, message, keep_alive=_drain(state.config.max_body_bytes))
     try:
         body = request.get_data(cache=False)
-        review = parse_review(body)
     except RequestEntityTooLarge:  # a chunked body that turned out too long
         _count(state, endpoint, "too_large", started)
         return _error(413, f"body larger than {state.config.max_body_bytes} bytes")
+    status, payload = judge(state, endpoint, body, started)
+    return Response(payload, status=status, mimetype="application/json")
+
+
+def judge(state: WebhookState, endpoint: str, body: bytes, started: float) -> tuple[int, str]:
+    """Status and JSON body for a review whose body has been read; counted and logged.
+
+    Shared by the Flask route and `draguard.webhook.fastpath`, so both answer alike.
+    """
+    try:
+        review = parse_review(body)
     except BadReview as exc:
         _count(state, endpoint, "bad_request", started)
-        return _error(400, str(exc))
-    result = _answer(answer, review, state.rules, state.config.failure_mode)
+        return 400, error_body(400, str(exc))
+    result = _answer(ANSWERERS[endpoint], review, state.rules, state.config.failure_mode)
     seconds = time.perf_counter() - started
     state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
                           operation=review.operation, decision=result.decision,
                           seconds=seconds, findings=result.findings)
     _log_decision(endpoint, result, seconds)
-    payload = json.dumps(result.document, separators=(",", ":"))
-    return Response(payload, mimetype="application/json")
+    return 200, json.dumps(result.document, separators=(",", ":"))
 
 
 def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode) -> Answer:
@@ -145,9 +155,13 @@ def _drain(limit: int) -> bool:
     return True
 
 
+def error_body(code: int, message: str) -> str:
+    """The small JSON body of every HTTP error."""
+    return json.dumps({"code": code, "message": message})
+
+
 def _error(code: int, message: str, *, keep_alive: bool = True) -> Response:
-    body = json.dumps({"code": code, "message": message})
-    response = Response(body, status=code, mimetype="application/json")
+    response = Response(error_body(code, message), status=code, mimetype="application/json")
     if not keep_alive:
         response.headers["Connection"] = "close"
     return response
