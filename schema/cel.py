@@ -66,6 +66,21 @@ def check_selector(expression: str, path: FieldPath, *, release: Release) -> lis
     return verdict.errors(path, expression)
 
 
+def selector_passes(expression: str, *, release: Release) -> bool:
+    """True when `check_selector` finds nothing, answered without a path (the common case).
+
+    Only a short expression whose cached verdict is clean qualifies; anything else goes
+    through `check_selector`, which then owns every detail of the finding.
+    """
+    if len(expression) * 4 > MAX_EXPRESSION_BYTES:
+        return False
+    try:
+        verdict = _analyse(expression, release.consumable_capacity)
+    except Exception:  # reported by check_selector
+        return False
+    return verdict.outcome in ("ok", "unchecked")
+
+
 def _without_surrogates(expression: str) -> str:
     """Lone surrogates (possible from JSON escapes) become U+FFFD, as Go's decoder does."""
     if not any("\ud800" <= ch <= "\udfff" for ch in expression):

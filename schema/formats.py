@@ -136,3 +136,29 @@ def label_value_messages(value: str) -> list[str]:
 
 def c_identifier_matches(value: str) -> bool:
     return bool(_C_IDENTIFIER_RE.fullmatch(value))
+
+
+# Predicates: true exactly when the matching `*_messages` list is empty. Nearly every
+# value is valid, so the rule set asks these first and builds messages (and the field
+# path) only for a value that fails.
+
+
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= DNS1123_LABEL_MAX and _LABEL_RE.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    return len(value) <= DNS1123_SUBDOMAIN_MAX and _SUBDOMAIN_RE.fullmatch(value) is not None
+
+
+def is_qualified_name(value: str) -> bool:
+    prefix, slash, name = value.partition("/")
+    if not slash:
+        name = prefix
+    elif not prefix or "/" in name or not is_dns1123_subdomain(prefix):
+        return False
+    return len(name) <= QUALIFIED_NAME_MAX and _QUALIFIED_NAME_RE.fullmatch(name) is not None
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= LABEL_VALUE_MAX and _LABEL_VALUE_RE.fullmatch(value) is not None

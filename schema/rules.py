@@ -1,19 +1,26 @@
 """The claim-spec rules of the apiserver (`upstream-rules.md` §3.3), on the hub shape.
 
-One `validate_*` generator per API type; each caller hands its child path down, so
-every error is complete when made (the apimachinery model). Input is the clean,
-defaulted, converted and gate-dropped internal spec: types are already right, so
-rules only check values. The order of errors is upstream's (§3.4).
+One `check_*` function per API type; each caller hands its child path down, so every
+error is complete when made (the apimachinery model). Input is the clean, defaulted,
+converted and gate-dropped internal spec: types are already right, so rules only
+check values. The order of errors is upstream's (§3.4).
+
+This is the hot path of `draguard lint` and the webhook, so it is written for speed:
+paths are plain tuples (`Parts`), turned into a `FieldPath` only when an error is
+made; findings are appended to one list rather than yielded through nested
+generators; and a value is first tested with a cheap predicate, so the path of a
+field and the messages of a format are built only for a value that fails.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
 
 from draguard.schema import formats
-from draguard.schema.cel import check_selector
+from draguard.schema.cel import check_selector, selector_passes
 from draguard.schema.errors import (
     FieldError,
     duplicate,
@@ -23,7 +30,7 @@ from draguard.schema.errors import (
     too_long,
     too_many,
 )
-from draguard.schema.paths import FieldPath
+from draguard.schema.paths import FieldPath, Parts
 from draguard.schema.releases import Release
 
 # §2.4 constants.
@@ -40,13 +47,30 @@ BAD_REFERENCE = (
     "must be the name of a request in the claim or the name of a request and a subrequest "
     "separated by '/'"
 )
+NO_ATTRIBUTE = (
+    # (sic) upstream says "multiple" although none is set (rule 18).
+    'exactly one of "matchAttribute" or "distinctAttribute" is required, '
+    "but multiple fields are set"
+)
 ALLOCATION_MODES = ("All", "ExactCount")
 OPERATORS = ("Equal", "Exists")
 
-T = TypeVar("T")
-Check = Callable[[T, FieldPath], Iterator[FieldError]]
+Errors = list[FieldError]
+Check = Callable[[dict[str, Any], Parts, Errors], None]
 # name → None (exact request) or the set of its subrequest names (rule 19).
 RequestNames = dict[str, frozenset[str] | None]
+# The items of a list field; those that are not mappings are skipped (see `_items`).
+Items = Sequence[Any]
+
+
+def rules_for(release: Release) -> Rules:
+    """The rule set of `release`, built once (its release flags are read once, too)."""
+    return _rules_for(release)
+
+
+@cache
+def _rules_for(release: Release) -> Rules:
+    return Rules(release)
 
 
 class Rules:
@@ -54,230 +78,227 @@ class Rules:
 
     def __init__(self, release: Release) -> None:
         self.release = release
+        # Release flags are properties; the loops below read them as plain attributes.
+        self._short_circuit = release.short_circuit_too_many
+        self._duplicate_at_name = release.duplicate_at_name
+        self._effects = release.toleration_effects
+
+    def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
+        """Every finding for one claim spec at `path`, in upstream's order."""
+        out: Errors = []
+        self.check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
+        return out
 
     # -- list helpers ------------------------------------------------------------------
 
-    def validate_list(
-        self, items: Sequence[T | None], max_items: int, check: Check[T], path: FieldPath
-    ) -> Iterator[FieldError]:
+    def check_list(
+        self, items: Items, max_items: int, check: Check, path: Parts, out: Errors
+    ) -> None:
         """`validateSlice`: TooMany short-circuits in 1.35+, else is appended after the items."""
         over = len(items) > max_items
-        if over and self.release.short_circuit_too_many:
-            yield too_many(path, len(items), max_items)
+        if over and self._short_circuit:
+            out.append(too_many(FieldPath(path), len(items), max_items))
             return
         for i, item in enumerate(items):
-            if item is not None:  # None: a malformed item, already reported while reading
-                yield from check(item, path.index(i))
+            if isinstance(item, dict):  # else malformed, already reported while reading
+                check(item, (*path, i), out)
         if over:
-            yield too_many(path, len(items), max_items)
+            out.append(too_many(FieldPath(path), len(items), max_items))
 
-    def validate_set(
+    def check_named_set(
         self,
-        items: Sequence[T | None],
+        items: Items,
         max_items: int,
-        check: Check[T],
-        key: Callable[[T], Any],
-        path: FieldPath,
-        *,
-        key_field: str | None = None,
-    ) -> Iterator[FieldError]:
-        """`validateSet`: like a list, plus a Duplicate for each repeated key (rules 4, 9, 17).
+        check: Check,
+        path: Parts,
+        out: Errors,
+    ) -> None:
+        """`validateSet` keyed by `name`: a list plus a Duplicate per repeated name (rules 4, 9).
 
         Duplicates follow all item errors; their path is the list index since 1.35
-        (before: `[i].<key_field>`, rule 4 version note).
+        (before: `[i].name`, rule 4 version note).
         """
         over = len(items) > max_items
-        if over and self.release.short_circuit_too_many:
-            yield too_many(path, len(items), max_items)
+        if over and self._short_circuit:
+            out.append(too_many(FieldPath(path), len(items), max_items))
             return
         for i, item in enumerate(items):
-            if item is not None:  # None: a malformed item, already reported while reading
-                yield from check(item, path.index(i))
+            if isinstance(item, dict):  # else malformed, already reported while reading
+                check(item, (*path, i), out)
         seen: set[Any] = set()
         for i, item in enumerate(items):
-            if item is None:
+            if not isinstance(item, dict):
                 continue
-            k = key(item)
-            if k in seen:
-                dup_path = path.index(i)
-                if key_field and self.release.duplicate_at_name:
-                    dup_path = dup_path.child(key_field)
-                yield duplicate(dup_path, k)
-            seen.add(k)
+            name = item.get("name", "")
+            if name in seen:
+                at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
+                out.append(duplicate(FieldPath(at), name))
+            seen.add(name)
         if over:
-            yield too_many(path, len(items), max_items)
+            out.append(too_many(FieldPath(path), len(items), max_items))
 
     # -- claim spec ----------------------------------------------------------------------
 
-    def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
-        devices = spec.get("devices", {})
-        yield from self.validate_device_claim(devices, path.child("devices"))
-
-    def validate_device_claim(
-        self, devices: dict[str, Any], path: FieldPath
-    ) -> Iterator[FieldError]:
-        requests = _dict_items(devices.get("requests"))
+    def check_device_claim(self, devices: dict[str, Any], path: Parts, out: Errors) -> None:
+        requests = _items(devices.get("requests"))
         names = gather_request_names(requests)
-        yield from self.validate_set(
-            requests,
-            REQUESTS_MAX,
-            self.validate_request,
-            lambda r: r.get("name", ""),
-            path.child("requests"),
-            key_field="name",
+        self.check_named_set(
+            requests, REQUESTS_MAX, self.check_request, (*path, "requests"), out
         )
-        yield from self.validate_list(
-            _dict_items(devices.get("constraints")),
-            CONSTRAINTS_MAX,
-            lambda c, p: self.validate_constraint(c, p, names),
-            path.child("constraints"),
-        )
-        yield from self.validate_list(
-            _dict_items(devices.get("config")),
-            CONFIG_MAX,
-            lambda c, p: self.validate_config(c, p, names),
-            path.child("config"),
-        )
+        constraints = _items(devices.get("constraints"))
+        if constraints:
+            self.check_list(
+                constraints,
+                CONSTRAINTS_MAX,
+                lambda c, p, o: self.check_constraint(c, p, names, o),
+                (*path, "constraints"),
+                out,
+            )
+        configs = _items(devices.get("config"))
+        if configs:
+            self.check_list(
+                configs,
+                CONFIG_MAX,
+                lambda c, p, o: self.check_config(c, p, names, o),
+                (*path, "config"),
+                out,
+            )
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
-    def validate_request(self, request: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
-        yield from validate_request_name(request.get("name", ""), path.child("name"))
-        subrequests = _dict_items(request.get("firstAvailable"))
+    def check_request(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
+        check_request_name(request.get("name", ""), path, out)
+        subrequests = _items(request.get("firstAvailable"))
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
         if has_first and has_exact:  # rule 7: neither branch's content is validated
-            yield invalid(path, None, ONE_OF_MULTIPLE)
+            out.append(invalid(FieldPath(path), None, ONE_OF_MULTIPLE))
         elif not has_first and not has_exact:
-            yield required(path, ONE_OF_REQUIRED)
+            out.append(required(FieldPath(path), ONE_OF_REQUIRED))
         elif isinstance(exactly, dict):
-            yield from self.validate_exact(exactly, path.child("exactly"))
+            self.check_exact(exactly, (*path, "exactly"), out)
         else:
-            yield from self.validate_set(
+            self.check_named_set(
                 subrequests,
                 FIRST_AVAILABLE_MAX,
-                self.validate_subrequest,
-                lambda s: s.get("name", ""),
-                path.child("firstAvailable"),
-                key_field="name",
+                self.check_subrequest,
+                (*path, "firstAvailable"),
+                out,
             )
 
-    def validate_exact(self, exact: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    def check_exact(self, exact: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        yield from validate_device_class(
-            exact.get("deviceClassName", ""), path.child("deviceClassName")
-        )
-        yield from self.validate_device_fields(exact, path)
+        check_device_class(exact.get("deviceClassName", ""), path, out)
+        self.check_device_fields(exact, path, out)
 
-    def validate_subrequest(self, sub: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    def check_subrequest(self, sub: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 10."""
-        yield from validate_request_name(sub.get("name", ""), path.child("name"))
-        yield from validate_device_class(
-            sub.get("deviceClassName", ""), path.child("deviceClassName")
-        )
-        yield from self.validate_device_fields(sub, path)
+        check_request_name(sub.get("name", ""), path, out)
+        check_device_class(sub.get("deviceClassName", ""), path, out)
+        self.check_device_fields(sub, path, out)
 
-    def validate_device_fields(
-        self, request: dict[str, Any], path: FieldPath
-    ) -> Iterator[FieldError]:
+    def check_device_fields(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
         """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
-        yield from self.validate_list(
-            _dict_items(request.get("selectors")),
-            SELECTORS_MAX,
-            self.validate_selector,
-            path.child("selectors"),
-        )
-        yield from validate_allocation(
-            request.get("allocationMode", ""), request.get("count", 0), path
-        )
-        for t, toleration in enumerate(_dict_items(request.get("tolerations"))):
-            if toleration is not None:
-                yield from self.validate_toleration(toleration, path.child("tolerations").index(t))
+        selectors = request.get("selectors")
+        if selectors and isinstance(selectors, list):
+            self.check_list(
+                selectors, SELECTORS_MAX, self.check_selector, (*path, "selectors"), out
+            )
+        check_allocation(request.get("allocationMode", ""), request.get("count", 0), path, out)
+        tolerations = request.get("tolerations")
+        if tolerations and isinstance(tolerations, list):
+            for t, toleration in enumerate(tolerations):
+                if isinstance(toleration, dict):
+                    self.check_toleration(toleration, (*path, "tolerations", t), out)
 
-    def validate_selector(self, selector: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    def check_selector(self, selector: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
         cel = selector.get("cel")
         if not isinstance(cel, dict):
-            yield required(path.child("cel"))
+            out.append(required(FieldPath((*path, "cel"))))
             return
         expression = cel.get("expression", "")
-        yield from check_selector(expression, path.child("cel", "expression"), release=self.release)
+        if not selector_passes(expression, release=self.release):
+            at = FieldPath((*path, "cel", "expression"))
+            out.extend(check_selector(expression, at, release=self.release))
 
-    def validate_toleration(
-        self, toleration: dict[str, Any], path: FieldPath
-    ) -> Iterator[FieldError]:
+    def check_toleration(self, toleration: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 16 (an empty key is allowed with any operator; tolerationSeconds unchecked)."""
         key = toleration.get("key", "")
-        if key:
+        if key and not formats.is_qualified_name(key):
             for msg in formats.qualified_name_messages(key):
-                yield invalid(path.child("key"), key, msg)
+                out.append(invalid(FieldPath((*path, "key")), key, msg))
         operator, value = toleration.get("operator", ""), toleration.get("value", "")
         if operator == "Exists":
             if value:
-                yield invalid(path.child("value"), value, "must be empty for operator `Exists`")
+                detail = "must be empty for operator `Exists`"
+                out.append(invalid(FieldPath((*path, "value")), value, detail))
         elif operator == "Equal":
-            for msg in formats.label_value_messages(value):
-                yield invalid(path.child("value"), value, msg)
+            if not formats.is_label_value(value):
+                for msg in formats.label_value_messages(value):
+                    out.append(invalid(FieldPath((*path, "value")), value, msg))
         elif operator == "":
-            yield required(path.child("operator"))
+            out.append(required(FieldPath((*path, "operator"))))
         else:
-            yield not_supported(path.child("operator"), operator, OPERATORS)
+            out.append(not_supported(FieldPath((*path, "operator")), operator, OPERATORS))
         effect = toleration.get("effect", "")
-        if effect and effect not in self.release.toleration_effects:
-            yield not_supported(path.child("effect"), effect, self.release.toleration_effects)
+        if effect and effect not in self._effects:
+            out.append(not_supported(FieldPath((*path, "effect")), effect, self._effects))
 
     # -- constraints and config (rules 17–21) ----------------------------------------------
 
-    def validate_references(
-        self, refs: list[Any], path: FieldPath, names: RequestNames
-    ) -> Iterator[FieldError]:
-        yield from self.validate_set(
-            [r if isinstance(r, str) else None for r in refs],
-            REQUESTS_MAX,
-            lambda ref, p: validate_reference(ref, p, names),
-            lambda ref: ref,
-            path,
-        )
+    def check_references(
+        self, refs: list[Any], path: Parts, names: RequestNames, out: Errors
+    ) -> None:
+        """`validateSet` over request references (rule 17): items, then duplicates."""
+        over = len(refs) > REQUESTS_MAX
+        if over and self._short_circuit:
+            out.append(too_many(FieldPath(path), len(refs), REQUESTS_MAX))
+            return
+        for i, ref in enumerate(refs):
+            # A non-string is a malformed item, already reported while reading.
+            if isinstance(ref, str) and not reference_passes(ref, names):
+                check_reference(ref, (*path, i), names, out)
+        seen: set[str] = set()
+        for i, ref in enumerate(refs):
+            if not isinstance(ref, str):
+                continue
+            if ref in seen:
+                out.append(duplicate(FieldPath((*path, i)), ref))
+            seen.add(ref)
+        if over:
+            out.append(too_many(FieldPath(path), len(refs), REQUESTS_MAX))
 
-    def validate_constraint(
-        self, constraint: dict[str, Any], path: FieldPath, names: RequestNames
-    ) -> Iterator[FieldError]:
-        yield from self.validate_references(
-            constraint.get("requests", []), path.child("requests"), names
-        )
+    def check_constraint(
+        self, constraint: dict[str, Any], path: Parts, names: RequestNames, out: Errors
+    ) -> None:
+        self.check_references(constraint.get("requests", []), (*path, "requests"), names, out)
         if "matchAttribute" in constraint:  # rule 18: distinctAttribute is then ignored
-            yield from self.validate_qualified_name(
-                constraint["matchAttribute"], path.child("matchAttribute")
+            self.check_qualified_name(
+                constraint["matchAttribute"], (*path, "matchAttribute"), out
             )
         elif "distinctAttribute" in constraint:
-            yield from self.validate_qualified_name(
-                constraint["distinctAttribute"], path.child("distinctAttribute")
+            self.check_qualified_name(
+                constraint["distinctAttribute"], (*path, "distinctAttribute"), out
             )
         elif self.release.consumable_capacity:
-            # (sic) upstream says "multiple" although none is set (rule 18).
-            yield required(
-                path,
-                'exactly one of "matchAttribute" or "distinctAttribute" is required, '
-                "but multiple fields are set",
-            )
+            out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
-            yield required(path.child("matchAttribute"))
+            out.append(required(FieldPath((*path, "matchAttribute"))))
 
-    def validate_config(
-        self, config: dict[str, Any], path: FieldPath, names: RequestNames
-    ) -> Iterator[FieldError]:
+    def check_config(
+        self, config: dict[str, Any], path: Parts, names: RequestNames, out: Errors
+    ) -> None:
         """Rule 21."""
-        yield from self.validate_references(
-            config.get("requests", []), path.child("requests"), names
-        )
+        self.check_references(config.get("requests", []), (*path, "requests"), names, out)
         opaque = config.get("opaque")
         if not isinstance(opaque, dict):
-            yield required(path.child("opaque"))
+            out.append(required(FieldPath((*path, "opaque"))))
             return
-        yield from validate_driver_name(opaque.get("driver", ""), path.child("opaque", "driver"))
-        yield from validate_parameters(opaque, path.child("opaque", "parameters"))
+        check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
+        check_parameters(opaque, (*path, "opaque", "parameters"), out)
 
-    def validate_qualified_name(self, name: str, path: FieldPath) -> Iterator[FieldError]:
+    def check_qualified_name(self, name: str, path: Parts, out: Errors) -> None:
         """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
 
         Before 1.35 (S2, S4) an empty name or part was `Required` and a missing domain
@@ -285,110 +306,129 @@ class Rules:
         """
         new = self.release.new_qualified_name_messages
         if not name and not new:
-            yield required(path, "name required")
+            out.append(required(FieldPath(path), "name required"))
             return
         parts = name.split("/")
         if len(parts) == 1:
-            yield from validate_c_identifier(name, path)
+            check_c_identifier(name, path, out)
             detail = "a fully qualified name must be a domain and a name separated by a slash"
-            yield invalid(path, name, detail if new else "must include a domain")
+            out.append(invalid(FieldPath(path), name, detail if new else "must include a domain"))
         elif len(parts) == 2:
             domain, ident = parts
             if not domain:
-                yield _empty_part(path, "the domain must not be empty", new=new)
+                out.append(_empty_part(path, "the domain must not be empty", new=new))
             else:
-                yield from validate_driver_name(domain, path)
+                check_driver_name(domain, path, out)
             if not ident:
-                yield _empty_part(path, "the name must not be empty", new=new)
+                out.append(_empty_part(path, "the name must not be empty", new=new))
             else:
-                yield from validate_c_identifier(ident, path)
+                check_c_identifier(ident, path, out)
         elif self.release.rejects_extra_slashes:
-            yield invalid(path, name, "must not contain more than one slash")
+            out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
 
 
-def _empty_part(path: FieldPath, detail: str, *, new: bool) -> FieldError:
-    return invalid(path, "", detail) if new else required(path, detail)
+def _empty_part(path: Parts, detail: str, *, new: bool) -> FieldError:
+    return invalid(FieldPath(path), "", detail) if new else required(FieldPath(path), detail)
 
 
 # -- format rules shared by several types ------------------------------------------------
 
 
-def validate_request_name(name: str, path: FieldPath) -> Iterator[FieldError]:
-    """Rule 6 / 10a: a DNS label; "" gets the regex message, not Required (§3.2)."""
-    for msg in formats.dns1123_label_messages(name):
-        yield invalid(path, name, msg)
+def check_request_name(name: str, parent: Parts, out: Errors) -> None:
+    """Rule 6 / 10a: `parent.name` is a DNS label; "" gets the regex message, not Required (§3.2)."""
+    if not formats.is_dns1123_label(name):
+        for msg in formats.dns1123_label_messages(name):
+            out.append(invalid(FieldPath((*parent, "name")), name, msg))
 
 
-def validate_device_class(name: str, path: FieldPath) -> Iterator[FieldError]:
-    """Rules 10b / 11: required, then a DNS subdomain."""
+def check_device_class(name: str, parent: Parts, out: Errors) -> None:
+    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain."""
     if not name:
-        yield required(path)
-        return
-    for msg in formats.dns1123_subdomain_messages(name):
-        yield invalid(path, name, msg)
+        out.append(required(FieldPath((*parent, "deviceClassName"))))
+    elif not formats.is_dns1123_subdomain(name):
+        for msg in formats.dns1123_subdomain_messages(name):
+            out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
 
 
-def validate_allocation(mode: str, count: int, path: FieldPath) -> Iterator[FieldError]:
-    """Rule 15."""
-    if mode == "All":
-        if count != 0:
-            yield invalid(
-                path.child("count"), count, "must not be specified when allocationMode is 'All'"
-            )
-    elif mode == "ExactCount":
+def check_allocation(mode: str, count: int, parent: Parts, out: Errors) -> None:
+    """Rule 15, on `parent.allocationMode` and `parent.count`."""
+    if mode == "ExactCount":
         if count <= 0:
-            yield invalid(path.child("count"), count, "must be greater than zero")
+            out.append(invalid(FieldPath((*parent, "count")), count, "must be greater than zero"))
+    elif mode == "All":
+        if count != 0:
+            detail = "must not be specified when allocationMode is 'All'"
+            out.append(invalid(FieldPath((*parent, "count")), count, detail))
     else:
-        yield not_supported(path.child("allocationMode"), mode, ALLOCATION_MODES)
+        out.append(not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES))
 
 
-def validate_c_identifier(name: str, path: FieldPath) -> Iterator[FieldError]:
+def check_c_identifier(name: str, path: Parts, out: Errors) -> None:
     if len(name) > formats.C_IDENTIFIER_MAX:
-        yield too_long(path, formats.C_IDENTIFIER_MAX)
+        out.append(too_long(FieldPath(path), formats.C_IDENTIFIER_MAX))
     if not formats.c_identifier_matches(name):
-        yield invalid(path, name, formats.C_IDENTIFIER_MSG)
+        out.append(invalid(FieldPath(path), name, formats.C_IDENTIFIER_MSG))
 
 
-def validate_driver_name(name: str, path: FieldPath) -> Iterator[FieldError]:
+def check_driver_name(name: str, path: Parts, out: Errors) -> None:
     """`ValidateCSIDriverName`: ≤ 63, DNS subdomain checked on the lower-cased value (§3.2).
 
     For "" only Required is reported, as the newest declarative test expects
     (upstream-rules.md §6 open point 2).
     """
     if not name:
-        yield required(path)
+        out.append(required(FieldPath(path)))
         return
     if len(name) > formats.DRIVER_NAME_MAX:
-        yield too_long(path, formats.DRIVER_NAME_MAX)
-    for msg in formats.dns1123_subdomain_messages(name.lower()):
-        yield invalid(path, name, msg)
+        out.append(too_long(FieldPath(path), formats.DRIVER_NAME_MAX))
+    lowered = name.lower()
+    if not formats.is_dns1123_subdomain(lowered):
+        for msg in formats.dns1123_subdomain_messages(lowered):
+            out.append(invalid(FieldPath(path), name, msg))
 
 
-def validate_parameters(opaque: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+def check_parameters(opaque: dict[str, Any], path: Parts, out: Errors) -> None:
     """Rule 21: present, ≤ 10240 bytes of JSON, and a JSON object."""
     if "parameters" not in opaque or opaque["parameters"] is None:
-        yield required(path)
+        out.append(required(FieldPath(path)))
         return
     params = opaque["parameters"]
     # The apiserver measures the raw bytes it received; a compact encoding is what kubectl sends.
     size = len(json.dumps(params, separators=(",", ":"), ensure_ascii=False).encode())
     if size > PARAMETERS_MAX:
-        yield too_long(path, PARAMETERS_MAX)
+        out.append(too_long(FieldPath(path), PARAMETERS_MAX))
         return
     if not isinstance(params, dict):
-        yield invalid(path, "<value omitted>", "must be a valid JSON object")
+        out.append(invalid(FieldPath(path), "<value omitted>", "must be a valid JSON object"))
 
 
-def validate_reference(ref: str, path: FieldPath, names: RequestNames) -> Iterator[FieldError]:
+def reference_passes(ref: str, names: RequestNames) -> bool:
+    """True when `check_reference` finds nothing: a resolving `request[/subrequest]`.
+
+    Every name in `names` came from the claim; a reference that resolves must still be
+    made of DNS labels, since the claim's own names may be invalid.
+    """
+    request, slash, sub = ref.partition("/")
+    if request not in names or not formats.is_dns1123_label(request):
+        return False
+    if not slash:
+        return True
+    subs = names[request]
+    return subs is not None and sub in subs and formats.is_dns1123_label(sub)
+
+
+def check_reference(ref: str, path: Parts, names: RequestNames, out: Errors) -> None:
     """Rule 19: `request` or `request/subrequest`, each segment a DNS label, and it must resolve."""
     segments = ref.split("/")
     if len(segments) > 2:
-        yield invalid(path, ref, BAD_REFERENCE)
+        out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
         return
     for segment in segments:
-        yield from validate_request_name(segment, path)
+        if not formats.is_dns1123_label(segment):
+            for msg in formats.dns1123_label_messages(segment):
+                out.append(invalid(FieldPath(path), segment, msg))
     if not reference_resolves(segments, names):
-        yield invalid(path, ref, BAD_REFERENCE)
+        out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
 
 
 def reference_resolves(segments: list[str], names: RequestNames) -> bool:
@@ -400,21 +440,20 @@ def reference_resolves(segments: list[str], names: RequestNames) -> bool:
     return subs is not None and segments[1] in subs
 
 
-def gather_request_names(requests: list[dict[str, Any] | None]) -> RequestNames:
+def gather_request_names(requests: Items) -> RequestNames:
     """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does."""
     names: RequestNames = {}
     for request in requests:
-        if request is None:
+        if not isinstance(request, dict):
             continue
-        subs = [s for s in _dict_items(request.get("firstAvailable")) if s is not None]
+        subs = [s for s in _items(request.get("firstAvailable")) if isinstance(s, dict)]
         names[str(request.get("name", ""))] = (
             frozenset(str(s.get("name", "")) for s in subs) if subs else None
         )
     return names
 
 
-def _dict_items(value: Any) -> list[dict[str, Any] | None]:
-    """List items; a malformed item stays as None so that later indexes stay the user's."""
-    if not isinstance(value, list):
-        return []
-    return [item if isinstance(item, dict) else None for item in value]
+def _items(value: Any) -> Items:
+    """A list field's items, not copied: the loops skip an item that is not a mapping
+    (malformed, reported while reading), so later indexes stay the user's."""
+    return value if isinstance(value, list) else ()

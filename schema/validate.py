@@ -8,7 +8,7 @@ never raise for bad input. The webhook, the linter and the converter all call th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,7 @@ from draguard.schema.meta import validate_object_meta, validate_template_meta
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
-from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, Rules
+from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
 from draguard.schema.shapes import DocumentType, document_node, identify, read
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
@@ -282,7 +282,7 @@ def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]
 
 def _spec_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
     """Template `spec.metadata`, then the claim spec (at the parallel paths for that shape)."""
-    rules = Rules(options.release)
+    rules = rules_for(options.release)
     document, kind = prepared.document, prepared.doc_type.kind
     if kind == "ResourceClaimTemplate":
         yield from validate_template_meta(
@@ -312,7 +312,7 @@ def _admin_access_errors(spec: dict[str, Any], options: Options) -> Iterator[Fie
             return
 
 
-def _parallel_errors(prepared: Prepared, errors: Iterator[FieldError]) -> Iterator[FieldError]:
+def _parallel_errors(prepared: Prepared, errors: Iterable[FieldError]) -> Iterator[FieldError]:
     """Contract §2: the nested rules at the parallel document's own paths, plus its own rules."""
     origins = prepared.origins or []
     devices_path = prepared.spec_path.child("devices")
