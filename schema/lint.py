@@ -22,6 +22,7 @@ from typing import Any
 
 from draguard.schema import errors
 from draguard.schema.advice import Version, ignored_codes
+from draguard.schema.blockyaml import Lines
 from draguard.schema.errors import FieldError
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath, Segment
@@ -44,7 +45,7 @@ class _Located:
 
     def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
-        self._root: Positions | None = parsed.positions
+        self._root: Positions | Lines | None = parsed.positions
         self._pending = parsed.positions is None and chunk.format == "json"
 
     def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:

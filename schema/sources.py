@@ -9,12 +9,14 @@ Numbering: `Chunk.index` is the 0-based position of a document among the file's
 non-empty documents (a piece with nothing but comments, blank lines, markers or
 directives is not a document, as kubectl skips it).
 
-Speed: YAML documents are parsed with libyaml, its events going straight into values
-and node positions in one pass (`yamlevents`); JSON with the C `json` module.
+Speed: plain block-style YAML documents are parsed by yaml-rs (`blockyaml`), other
+YAML with libyaml, its events going straight into values and node positions in one
+pass (`yamlevents`); JSON with the C `json` module.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -26,6 +28,8 @@ from typing import Any, BinaryIO, Literal
 
 import yaml
 
+from draguard.schema import blockyaml
+from draguard.schema.blockyaml import Lines
 from draguard.schema.paths import Segment
 from draguard.schema.yamlevents import Positions, load_with_positions
 
@@ -210,22 +214,27 @@ _PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, Recursion
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """A document's value and, for YAML, where its nodes start (see `yamlevents.Positions`)."""
+    """A document's value and, for YAML, where its nodes start: libyaml's marks
+    (`yamlevents.Positions`), or for plain block YAML its lines (`blockyaml.Lines`)."""
 
     value: Any
-    positions: Positions | None
+    positions: Positions | Lines | None
 
 
 def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
     """The document's value (and positions), or where and why it does not parse; never raises.
 
-    YAML positions are recorded in the same pass as the value (most documents get a
-    warning or an error, so a second pass for positions would cost more); JSON is
-    decoded by the C `json` module and located only on request (`positions`).
+    Plain block YAML (most manifests) is read by `blockyaml`, its nodes located from
+    its lines when asked; other YAML by libyaml's events, positions recorded in the same
+    pass (most documents get a warning or an error, so a second pass would cost more);
+    JSON by the C `json` module, located only on request (`positions`).
     """
     try:
         if chunk.format == "json":
             return Parsed(json.loads(chunk.text), None)
+        value = blockyaml.load(chunk.text)
+        if value is not None:
+            return Parsed(value, Lines(chunk.text))
         return Parsed(*load_with_positions(chunk.text))
     except json.JSONDecodeError as exc:
         return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
@@ -278,7 +287,7 @@ def positions(chunk: Chunk) -> Positions | None:
 
 
 def locate(
-    chunk: Chunk, root: Positions | None, candidates: Sequence[Sequence[Segment]]
+    chunk: Chunk, root: Positions | Lines | None, candidates: Sequence[Sequence[Segment]]
 ) -> Position:
     """Where the first candidate path that exists starts; else the deepest existing parent.
 
@@ -287,37 +296,42 @@ def locate(
     """
     if root is None:
         return Position(chunk.line + 1, chunk.column + 1, exact=False)
-    best: tuple[int, Any] | None = None
+    walk = root.walk if isinstance(root, Lines) else functools.partial(_walk, root)
+    best: tuple[int, int, int] | None = None
     for parts in candidates:
-        depth, mark = _walk(root, parts)
+        depth, line, column = walk(parts)
         if depth == len(parts):
-            return _position(chunk, mark, exact=True)
+            return _position(chunk, line, column, exact=True)
         if best is None or depth > best[0]:
-            best = (depth, mark)
-    mark = best[1] if best is not None else _mark_of(root)
-    return _position(chunk, mark, exact=False)
+            best = (depth, line, column)
+    _, line, column = best if best is not None else walk(())
+    return _position(chunk, line, column, exact=False)
 
 
 def _mark_of(node: Positions) -> Any:
     return node[0] if type(node) is tuple else node
 
 
-def _walk(root: Positions, parts: Sequence[Segment]) -> tuple[int, Any]:
+def _walk(root: Positions, parts: Sequence[Segment]) -> tuple[int, int, int]:
+    """`Lines.walk` over libyaml's marks: parts found, and the deepest one's line and column."""
     node, mark = root, _mark_of(root)
-    for depth, part in enumerate(parts):
+    depth = 0
+    for part in parts:
         children = node[1] if type(node) is tuple else None
         if isinstance(part, int):
             if type(children) is not list or not 0 <= part < len(children):
-                return depth, mark
+                break
             node = children[part]
             mark = _mark_of(node)
         else:
             if type(children) is not dict or part not in children:
-                return depth, mark
+                break
             mark, node = children[part]
-    return len(parts), mark
+        depth += 1
+    return depth, mark.line, mark.column
 
 
-def _position(chunk: Chunk, mark: Any, *, exact: bool) -> Position:
-    # Marks are 0-based and count from the chunk's start (the padded first line included).
-    return Position(chunk.line + mark.line + 1, mark.column + 1, exact)
+def _position(chunk: Chunk, line: int, column: int, *, exact: bool) -> Position:
+    # Lines and columns are 0-based and count from the chunk's start (the padded first
+    # line of a JSON value included).
+    return Position(chunk.line + line + 1, column + 1, exact)

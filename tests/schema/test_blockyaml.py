@@ -1,0 +1,186 @@
+"""The plain-block fast path (`blockyaml`) against libyaml's reading (`yamlevents`).
+
+Whatever `blockyaml.load` accepts must have the value `yamlevents` gives, and every
+node must be located where libyaml's marks put it; whatever it declines goes to
+`yamlevents` anyway, so declining is always safe. The cases below mix manifests (the
+corpus, the golden files, PyYAML's own output in several styles) with texts built from
+tokens that YAML 1.1 and 1.2 read differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from draguard.schema import blockyaml, yamlevents
+from draguard.schema.paths import Segment
+from draguard.schema.sources import Source, _walk, split_documents
+
+TESTS = Path(__file__).resolve().parent.parent
+
+
+def _manifests() -> list[str]:
+    texts = []
+    for path in sorted([*TESTS.glob("cases/*.yaml"), *TESTS.glob("golden/*.yaml")]):
+        if path.name == "expected.yaml":
+            continue
+        source = Source(str(path), path.read_text(encoding="utf-8"), "yaml")
+        texts.extend(chunk.text for chunk in split_documents(source))
+    return texts
+
+
+MANIFESTS = _manifests()
+
+
+def _paths(value: Any, prefix: tuple[Segment, ...] = ()) -> Iterator[tuple[Segment, ...]]:
+    """Every node's path, and paths just past the ends (a missing key, an index too far)."""
+    yield prefix
+    if isinstance(value, dict):
+        yield (*prefix, "no-such-key")
+        for key, child in value.items():
+            yield from _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        yield (*prefix, len(value))
+        for k, child in enumerate(value):
+            yield from _paths(child, (*prefix, k))
+    else:
+        yield (*prefix, "below-a-scalar")
+
+
+def assert_agrees(text: str) -> bool:
+    """True when the fast path took the text; then value and positions match libyaml's."""
+    fast = blockyaml.load(text)
+    if fast is None:
+        return False
+    value, marks = yamlevents.load_with_positions(text)
+    assert fast == value
+    assert [type(k) for k in _keys(fast)] == [type(k) for k in _keys(value)]
+    lines = blockyaml.Lines(text)
+    for path in _paths(value):
+        assert lines.walk(path) == _walk(marks, path), path
+    return True
+
+
+def _keys(value: Any) -> Iterator[Any]:
+    """Keys and scalar types in document order (`==` says True == 1)."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield key
+            yield from _keys(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _keys(child)
+    else:
+        yield value
+
+
+def test_most_manifests_take_the_fast_path_and_agree() -> None:
+    taken = [assert_agrees(text) for text in MANIFESTS]
+    # Not a vacuous check: over a third of the corpus is plain block YAML (the rest is
+    # written compactly, with flow mappings, which the fast path declines).
+    assert sum(taken) > len(MANIFESTS) // 3, (sum(taken), len(MANIFESTS))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: yes\n", "a: No\n", "a: on\n", "a: OFF\n", "a: yes # why\n", "- off\n",
+        "a: 0777\n", "a: 1_000\n", "a: 1:20\n", "a: 1e3\n", "a: 0o17\n", "a: 0x1F\n",
+        "a: 0b101\n", "a: .inf\n", "a: .5\n", "a: +12\n", "a: 2020-01-01\n", "a: 01\n",
+        "1: x\n", "true: x\n", "null: x\n", "yes: x\n", "~: x\n", "a: &x b\nc: *x\n",
+        "a: !!str 12\n", "<<: {a: 1}\n", "a: |\n  x\n", "a: >\n  x\n", 'a: "b\n  c"\n',
+        "a: b\n  c\n", "a: [1]\n", "a: {b: 1}\n", "a: b\na: c\n", "a:\tb\n", "a: b\r\nc: d\r\n",
+        "\ufeffa: b\n", "a: b\x85c\n", "a: 'b\u2028c'\n", 'a: "\\x41"\n', "? a\n: b\n",
+        "%YAML 1.1\n---\na: b\n", "--- a\n", "- - a\n", "a: -b\n", "a: b: c\n", "a: @b\n",
+        "a: 12345678901234567890\n", "a: 1.0000000000000000001\n",
+    ],
+)
+def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) -> None:
+    assert blockyaml.load(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: b\n", "a: true\n", "a: False\n", "a: null\n", "a: ~\n", "a:\n", "a: []\nb: {}\n",
+        "a: -1\n", "a: 1.5\n", "a: 'it''s'\n", 'a: "x\\ty\\u00e9"\n', "a: b # c\n",
+        "a: b:c\n", "a: http://x/y#z\n", "a: yesterday\n", "'a b': 1\n", '"a": 1\n',
+        "---\na: 1\n...\n", "a:\n- b\n-\n  c: d\n- e: f\n  g: h\n", "a:\n  - 1\n  -   b: 2\n",
+        "- a\n- b: c\n", "a:\n  b:\n    c: d\n  e: f\ng: h\n", "# only\na: 1 # x\n\n",
+    ],
+)
+def test_plain_block_texts_take_the_fast_path_and_agree(text: str) -> None:
+    assert assert_agrees(text)
+
+
+# --- PyYAML's own output, in the styles people write ---------------------------------
+
+_TRICKY = st.sampled_from(
+    ["yes", "no", "on", "Off", "y", "n", "true", "null", "~", "0777", "1_000", "1:20",
+     "1e3", "0o17", "0x1F", ".inf", "2020-01-01", "a: b", "a #b", "- a", "[a]", "{a}",
+     "&a", "*a", "!a", "|", ">", "'", '"', "", " lead", "trail ", "é", "\t", "a\nb", "#"]
+)
+_KEYS = st.one_of(st.from_regex(r"[a-z][a-z0-9./-]{0,10}", fullmatch=True), _TRICKY)
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False, allow_infinity=False), _TRICKY,
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+class _IndentedDumper(yaml.SafeDumper):
+    """Lists indented under their key, as most hand-written manifests have them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+@given(
+    value=st.dictionaries(_KEYS, _VALUES, min_size=1, max_size=5),
+    indent=st.sampled_from([2, 4]),
+    indented_lists=st.booleans(),
+    unicode=st.booleans(),
+)
+def test_dumped_documents_agree_whenever_the_fast_path_takes_them(
+    value: dict[str, Any], indent: int, indented_lists: bool, unicode: bool
+) -> None:
+    dumper = _IndentedDumper if indented_lists else yaml.SafeDumper
+    text = yaml.dump(value, Dumper=dumper, default_flow_style=False, sort_keys=False,
+                     indent=indent, allow_unicode=unicode, width=1000)
+    assert_agrees(text)
+
+
+_LINES = st.lists(
+    st.tuples(
+        st.sampled_from(["", "  ", "    ", "- ", "  - ", "    - ", "-   "]),
+        st.one_of(_KEYS.map(lambda k: f"{k}:"), st.just("")),
+        st.one_of(_TRICKY, st.sampled_from(["x", "1", "-1", "1.5", "[]", "{}", "# c", ""])),
+    ).map(lambda t: f"{t[0]}{t[1]} {t[2]}".rstrip() if t[1] else f"{t[0]}{t[2]}".rstrip()),
+    min_size=1, max_size=8,
+)
+
+
+@given(lines=_LINES)
+def test_texts_built_from_tricky_lines_agree_whenever_the_fast_path_takes_them(
+    lines: list[str],
+) -> None:
+    text = "\n".join(lines) + "\n"
+    try:
+        yamlevents.load_with_positions(text)
+    except yaml.YAMLError:
+        assert blockyaml.load(text) is None  # a text libyaml refuses is never taken
+        return
+    assert_agrees(text)
