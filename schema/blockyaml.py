@@ -83,9 +83,9 @@ def load(text: str) -> Any | None:
 # so that the regular expression engine can skip to line starts.
 
 # A line that starts a node: its indentation, and its dash when it is a list item.
-_CONTENT_LINE = re.compile(r"\n(?!---|\.\.\.)( *+)(?:(-)(?=[ \n]|\Z)|(?=[^ \n#]))")
-_ENTRY = re.compile(rf"({_KEY}):(?=[ \n]|\Z)")
-_VALUE_HERE = re.compile(r"[ \t]*+[^ \t#\n]")  # a scalar, `[]` or `{}` after the colon
+_CONTENT_LINE = re.compile(r"\n(?!---|\.\.\.)( *+)(?:(-)(?=[ \n])|(?=[^ \n#]))")
+_ENTRY = re.compile(rf"({_KEY}):(?=[ \n])")
+_NO_VALUE = re.compile(r"[ \t]*+(?:#[^\n]*+)?+\n")  # nothing (but a comment) after a colon
 _SPACES = re.compile(r" *+")
 
 
@@ -94,7 +94,7 @@ def _key_or_end(column: int, key: str) -> re.Pattern[str]:
     """The line of entry `key` at `column`, or the first line less indented (the end)."""
     k = re.escape(key)
     end = rf"| {{0,{column - 1}}}[^ \n#]" if column else ""
-    return re.compile(rf"\n(?:( {{{column}}})(?:{k}|\"{k}\"|'{k}'):(?=[ \n]|\Z){end})")
+    return re.compile(rf"\n(?:( {{{column}}})(?:{k}|\"{k}\"|'{k}'):(?=[ \n]){end})")
 
 
 @lru_cache(maxsize=128)
@@ -102,43 +102,50 @@ def _dash_or_end(column: int) -> re.Pattern[str]:
     """A list item's line (its dash at `column`), or the first line past the list: less
     indented, or a key at the dash's column (a list may sit at its parent key's column)."""
     end = rf"| {{0,{column - 1}}}[^ \n#]" if column else ""
-    return re.compile(rf"\n(?:( {{{column}}})-(?=[ \n]|\Z){end}| {{{column}}}[^ \n#-])")
+    return re.compile(rf"\n(?:( {{{column}}})-(?=[ \n]){end}| {{{column}}}[^ \n#-])")
 
 
-class _Node:
-    """A collection: the line break before its first line, its column, where it starts."""
-
-    __slots__ = ("column", "mark", "seq", "start")
-
-    def __init__(self, start: int, column: int, mark: int, *, seq: bool) -> None:
-        self.start, self.column, self.mark, self.seq = start, column, mark, seq
+_Node = tuple[int, int, int, bool]
+"""A collection: the line break before its first line, its column (of its keys or its
+dashes), the offset where it starts, and whether it is a list."""
 
 
 class Lines:
-    """Where the nodes of a document that `load` accepted start, read from its lines."""
+    """Where the nodes of a document that `load` accepted start, read from its lines.
 
-    __slots__ = ("text",)
+    Lint places a document's findings one by one, and their paths share prefixes
+    (`spec.devices.requests[i]`), so each node found is remembered by its path.
+    """
+
+    __slots__ = ("_found", "text")
 
     def __init__(self, text: str) -> None:
-        self.text = "\n" + text
+        # Every line, the first and the last too, then sits between two line breaks.
+        self.text = "\n" + text + "\n"
+        self._found: dict[tuple[Segment, ...], tuple[int, _Node | None]] = {}
 
     def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
         """How many of `parts` exist, and the 0-based line and column where the deepest
         of them starts (a mapping entry at its key; the top node for none)."""
-        text = self.text
-        node = _collection(text, 0, -1, indentless=False)
-        if node is None:
-            return 0, 0, 0
-        mark, depth = node.mark, 0
-        for part in parts:
-            found = _child(text, node, part)
-            if found is None:
-                break
-            depth += 1
-            mark, child = found
+        text, found = self.text, self._found
+        parts = tuple(parts)
+        depth = len(parts)
+        while depth and parts[:depth] not in found:  # the deepest node already found
+            depth -= 1
+        if not depth and () not in found:
+            top = _collection(text, 0, -1, indentless=False)
+            found[()] = (top[2] if top is not None else 1, top)  # 1: the text's start
+        mark, node = found[parts[:depth]]
+        while node is not None and depth < len(parts):
+            part = parts[depth]
+            if node[3]:
+                child = _item(text, node, part) if type(part) is int else None
+            else:
+                child = _entry(text, node, part) if type(part) is str else None
             if child is None:
                 break
-            node = child
+            depth += 1
+            mark, node = found[parts[:depth]] = child
         return depth, text.count("\n", 0, mark) - 1, mark - text.rfind("\n", 0, mark) - 1
 
 
@@ -148,57 +155,48 @@ def _collection(text: str, start: int, parent: int, *, indentless: bool) -> _Nod
     line = _CONTENT_LINE.search(text, start)
     if line is None:
         return None
-    column, seq = len(line.group(1)), line.group(2) is not None
+    begin = line.start()
+    column, seq = line.end(1) - begin - 1, line.start(2) >= 0
     if column < parent or (column == parent and not (seq and indentless)):
         return None
-    return _Node(line.start(), column, line.start() + 1 + column, seq=seq)
-
-
-def _child(text: str, node: _Node, part: Segment) -> tuple[int, _Node | None] | None:
-    """Where `part` of `node` starts, and the collection it holds (None: a scalar)."""
-    if node.seq:
-        return _item(text, node, part) if isinstance(part, int) else None
-    return _entry(text, node, part) if isinstance(part, str) else None
+    return begin, column, begin + 1 + column, seq
 
 
 def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
-    first = _ENTRY.match(text, node.mark)  # the first key, which may follow an item's dash
-    if first is not None and _unquote(first.group(1)) == key:
-        at, colon = node.mark, first.end()
+    _, column, at, _ = node  # `at`: the first key, which may follow an item's dash
+    if text.startswith(key, at) and text.startswith(":", at + len(key)):
+        colon = at + len(key) + 1
+    elif text[at] in "\"'" and (first := _ENTRY.match(text, at)) and _unquote(first[1]) == key:
+        colon = first.end()
     else:
-        found = _key_or_end(node.column, key).search(text, _eol(text, node.mark))
-        if found is None or found.group(1) is None:
+        found = _key_or_end(column, key).search(text, text.find("\n", at))
+        if found is None or found.start(1) < 0:
             return None
-        at, colon = found.start() + 1 + node.column, found.end()
-    eol = _eol(text, colon)
-    if _VALUE_HERE.match(text, colon, eol):
-        return at, None
-    return at, _collection(text, eol, node.column, indentless=True)
+        at, colon = found.start() + 1 + column, found.end()
+    empty = _NO_VALUE.match(text, colon)
+    if empty is None:
+        return at, None  # a scalar, `[]` or `{}`
+    return at, _collection(text, empty.end() - 1, column, indentless=True)
 
 
 def _item(text: str, node: _Node, index: int) -> tuple[int, _Node | None] | None:
     if index < 0:
         return None
-    lines = _dash_or_end(node.column).finditer(text, node.start)
+    lines = _dash_or_end(node[1]).finditer(text, node[0])
     dash = next(itertools.islice(lines, index, None), None)
-    if dash is None or dash.group(1) is None:
+    if dash is None or dash.start(1) < 0:
         return None
     spaces = _SPACES.match(text, dash.end())
     content = spaces.end() if spaces is not None else dash.end()
-    eol = _eol(text, content)
-    if content < eol and text[content] != "#":
+    if text[content] not in "#\n":
         if _ENTRY.match(text, content) is None:
             return content, None  # a scalar item
-        return content, _Node(dash.start(), content - dash.start() - 1, content, seq=False)
-    child = _collection(text, eol, node.column, indentless=False)
+        begin = dash.start()
+        return content, (begin, content - begin - 1, content, False)
+    child = _collection(text, text.find("\n", content), node[1], indentless=False)
     # libyaml places a null item just past its dash.
-    return (child.mark if child is not None else dash.end()), child
+    return (child[2] if child is not None else dash.end()), child
 
 
 def _unquote(key: str) -> str:
     return key[1:-1] if key[:1] in ("\"", "'") else key
-
-
-def _eol(text: str, at: int) -> int:
-    eol = text.find("\n", at)
-    return len(text) if eol < 0 else eol

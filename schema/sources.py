@@ -142,7 +142,8 @@ def _sniff_format(path: str, text: str) -> Format:
 
 # A document marker: `---` or `...` at column 0, then nothing or whitespace. YAML forbids
 # both inside any scalar at column 0, so cutting the text at them is exact.
-_MARKER = re.compile(r"^(---|\.\.\.)(?=[ \t]|$)", re.M)
+# A marker line, found by the line break before it (a literal the engine can skip to).
+_MARKER = re.compile(r"\n(---|\.\.\.)(?=[ \t\n]|\Z)")
 # A line that holds something besides blanks, comments, bare markers and directives.
 _CONTENT = re.compile(r"^(?![ \t]*(?:#|$))(?!(?:---|\.\.\.)[ \t]*(?:#|$))(?!%)", re.M)
 _DIRECTIVE = re.compile(r"^%", re.M)
@@ -158,7 +159,8 @@ def split_documents(source: Source) -> list[Chunk]:
 def _split_yaml(source: Source) -> list[Chunk]:
     text = source.text
     cuts = [0]
-    for match in _MARKER.finditer(text):
+    # In the text with a line break in front, a match starts where its line does in `text`.
+    for match in _MARKER.finditer("\n" + text):
         if match.group(1) == "---":
             cuts.append(match.start())
         else:  # `...` ends the document; the next one starts on the following line
