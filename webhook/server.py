@@ -59,5 +59,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         # Imported here, in the worker: the master never loads Flask or the rule set.
         from draguard.webhook.app import create_app
+        from draguard.webhook.singlewrite import install
 
+        install()
         return create_app(self.config)
