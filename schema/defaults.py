@@ -40,8 +40,9 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
 # Go struct order (§2.1, §2.2): what follows allocationMode and count in a request,
 # an exact request or a subrequest. A default goes in before these, as upstream's JSON
 # prints it, so that a converted file reads `allocationMode`, then `count`.
-_AFTER_ALLOCATION_MODE = ("count", "adminAccess", "firstAvailable", "tolerations", "capacity")
-_AFTER_COUNT = _AFTER_ALLOCATION_MODE[1:]
+_GO_ORDER_AFTER_MODE = ("count", "adminAccess", "firstAvailable", "tolerations", "capacity")
+_AFTER_ALLOCATION_MODE = frozenset(_GO_ORDER_AFTER_MODE)
+_AFTER_COUNT = frozenset(_GO_ORDER_AFTER_MODE[1:])
 
 
 def default_allocation(request: dict[str, Any]) -> None:
@@ -52,22 +53,27 @@ def default_allocation(request: dict[str, Any]) -> None:
         _put(request, "count", 1, _AFTER_COUNT)
 
 
-def _put(obj: dict[str, Any], key: str, value: Any, later: tuple[str, ...]) -> None:
+def _put(obj: dict[str, Any], key: str, value: Any, later: frozenset[str]) -> None:
     """Set `key`; a new key goes before the first of the `later` keys present."""
-    if key in obj or not any(k in obj for k in later):
+    if key in obj:
         obj[key] = value
         return
-    items = list(obj.items())
-    at = next(i for i, (k, _) in enumerate(items) if k in later)
-    obj.clear()
-    obj.update(items[:at])
+    keys = list(obj)
     obj[key] = value
-    obj.update(items[at:])
+    for at, k in enumerate(keys):
+        if k in later:
+            # Move that key and all after it behind the new one, keeping their order.
+            for moved in keys[at:]:
+                obj[moved] = obj.pop(moved)
+            return
 
 
 def default_tolerations(request: dict[str, Any]) -> None:
     """Toleration operator "" → Equal (generated defaulter, §4.1/§4.2)."""
-    for toleration in _dicts(request.get("tolerations")):
+    tolerations = request.get("tolerations")
+    if not tolerations or not isinstance(tolerations, list):
+        return  # the common case: nothing to default
+    for toleration in _dicts(tolerations):
         if not toleration.get("operator", ""):
             toleration["operator"] = "Equal"
 

@@ -6,6 +6,7 @@ paths dropped, so the skew report can say what a release silently removes.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from draguard.schema.paths import FieldPath
@@ -19,17 +20,7 @@ def drop_disabled_fields(
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
-    # Per exact request and subrequest: the fields whose gate is off in this release.
-    off = [
-        key
-        for key, enabled in (
-            ("tolerations", release.device_taints),
-            ("adminAccess", release.admin_access),
-            ("capacity", release.consumable_capacity),
-            ("derivedAttributes", release.derived_attributes),
-        )
-        if not enabled
-    ]
+    off = _gated_off(release)
     dropped: list[FieldPath] = []
     requests = devices.get("requests")
     for i, request in enumerate(requests if isinstance(requests, list) else []):
@@ -76,6 +67,21 @@ def drop_disabled_fields(
                 value = constraint.pop("distinctAttribute")
                 _record(dropped, value, path, "devices", "constraints", c, "distinctAttribute")
     return dropped
+
+
+@cache
+def _gated_off(release: Release) -> tuple[str, ...]:
+    """Per exact request and subrequest: the fields whose gate is off in this release."""
+    return tuple(
+        key
+        for key, enabled in (
+            ("tolerations", release.device_taints),
+            ("adminAccess", release.admin_access),
+            ("capacity", release.consumable_capacity),
+            ("derivedAttributes", release.derived_attributes),
+        )
+        if not enabled
+    )
 
 
 def _record(dropped: list[FieldPath], value: Any, path: FieldPath, *rest: str | int) -> None:

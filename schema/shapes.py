@@ -10,9 +10,9 @@ the later pipeline steps may mutate it freely without touching the caller's obje
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, Union
 
 from draguard.schema.errors import FieldError, malformed, unknown_field
@@ -177,65 +177,143 @@ class Reading:
 
 _DROP = object()
 
+# A reader checks one value at `path` against its node: it returns the clean copy (or
+# _DROP) and appends findings. Readers are compiled once per node, so the per-field
+# work is one dict lookup and, for the many string fields, an inline type test; the
+# child path is built only for a container (its items need it) or a finding.
+Reader = Callable[[Any, Parts, list[FieldError]], Any]
+
+_READERS: dict[tuple[int, str], tuple[Node, Reader]] = {}
+_READERS_MAX = 512  # nodes are few and cached (document_node); a bound for callers' own
+
 
 def read(value: Any, node: Node, path: FieldPath, api_version: str) -> Reading:
     """Check `value` against `node`; return the clean copy and Unknown/Malformed findings."""
     findings: list[FieldError] = []
-    clean = _read(value, node, path.parts, api_version, findings)
+    clean = _reader(node, api_version)(value, path.parts, findings)
     return Reading(None if clean is _DROP else clean, findings)
 
 
-def _read(value: Any, node: Node, path: Parts, api_version: str, out: list[FieldError]) -> Any:
-    """`path` is a plain tuple here; a FieldPath is made only for a finding (hot loop)."""
+def _reader(node: Node, api_version: str) -> Reader:
+    """The compiled reader of `node`; the entry keeps the node alive so its id stays its own."""
+    key = (id(node), api_version)
+    entry = _READERS.get(key)
+    if entry is None:
+        if len(_READERS) >= _READERS_MAX:
+            _READERS.clear()
+        entry = _READERS[key] = (node, _compile(node, api_version))
+    return entry[1]
+
+
+def _compile(node: Node, api_version: str) -> Reader:
     if isinstance(node, Obj):
-        return _read_object(value, node, path, api_version, out)
+        return _object_reader(node, api_version)
     if isinstance(node, ListOf):
+        return _list_reader(_compile(node.item, api_version))
+    if isinstance(node, MapOf):
+        return _map_reader(_compile(node.value, api_version))
+    if node.kind == "string":
+        return _read_string
+    if node.kind in ("any", "raw"):
+        return _read_any
+    if node.kind == "integer":
+        return _read_integer
+    return partial(_read_scalar, node=node)
+
+
+def _object_reader(node: Obj, api_version: str) -> Reader:
+    plan = {name: _compile(child, api_version) for name, child in node.fields.items()}
+    # JSON null counts as absent, except for a RawExtension, which keeps it.
+    keeps_null = frozenset(name for name, child in node.fields.items() if child is RAW)
+    unknown = f"{api_version} {node.type_name} has no such field"
+    is_open = node.open
+
+    def read_object(value: Any, path: Parts, out: list[FieldError]) -> Any:
+        if not isinstance(value, dict):
+            out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
+            return _DROP
+        result: dict[Any, Any] = {}
+        for key, item in value.items():
+            # Only a str equals a field name, so a key of another type finds nothing.
+            step = plan.get(key)
+            if step is None:
+                if is_open:
+                    result[str(key)] = item
+                else:
+                    out.append(unknown_field(FieldPath((*path, str(key))), unknown))
+            elif item is None:
+                if key in keeps_null:
+                    result[key] = None
+            elif (step is _read_string and isinstance(item, str)) or (
+                step is _read_integer and type(item) is int and _INT64_MIN <= item <= _INT64_MAX
+            ):
+                result[key] = item  # a well-typed string or integer: checked inline, no call
+            else:
+                clean = step(item, (*path, key), out)
+                if clean is not _DROP:
+                    result[key] = clean
+        return result
+
+    return read_object
+
+
+def _list_reader(item_reader: Reader) -> Reader:
+    strings = item_reader is _read_string
+
+    def read_list(value: Any, path: Parts, out: list[FieldError]) -> Any:
         if not isinstance(value, list):
             out.append(malformed(FieldPath(path), f"expected array, got {json_type(value)}"))
             return _DROP
-        items = []
+        items: list[Any] = []
         for i, item in enumerate(value):
-            clean = _read(item, node.item, (*path, i), api_version, out)
+            if strings and isinstance(item, str):
+                items.append(item)
+                continue
+            clean = item_reader(item, (*path, i), out)
             # A malformed item keeps its slot (as null) so later indexes stay the user's.
             items.append(None if clean is _DROP else clean)
         return items
-    if isinstance(node, MapOf):
+
+    return read_list
+
+
+def _map_reader(value_reader: Reader) -> Reader:
+    strings = value_reader is _read_string
+
+    def read_map(value: Any, path: Parts, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
             out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
             return _DROP
         result = {}
         for key, item in value.items():
-            clean = _read(item, node.value, (*path, MapKey(str(key))), api_version, out)
+            if strings and type(key) is str and isinstance(item, str):
+                result[key] = item  # the common label: str(key) would be `key` itself
+                continue
+            name = str(key)
+            clean = value_reader(item, (*path, MapKey(name)), out)
             if clean is not _DROP:
-                result[str(key)] = clean
+                result[name] = clean
         return result
-    return _read_scalar(value, node, path, out)
+
+    return read_map
 
 
-def _read_object(value: Any, node: Obj, path: Parts, api_version: str, out: list[FieldError]) -> Any:
-    if not isinstance(value, dict):
-        out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
-        return _DROP
-    result: dict[str, Any] = {}
-    for key, item in value.items():
-        child = node.fields.get(key) if isinstance(key, str) else None
-        if child is None:
-            if node.open:
-                result[str(key)] = item
-            else:
-                out.append(
-                    unknown_field(FieldPath((*path, str(key))), f"{api_version} {node.type_name} has no such field")
-                )
-            continue
-        if item is None and child is not RAW:
-            continue
-        clean = _read(item, child, (*path, key), api_version, out)
-        if clean is not _DROP:
-            result[key] = clean
-    return result
+def _read_string(value: Any, path: Parts, out: list[FieldError]) -> Any:
+    if isinstance(value, str):
+        return value
+    out.append(malformed(FieldPath(path), f"expected string, got {json_type(value)}"))
+    return _DROP
 
 
-def _read_scalar(value: Any, node: Scalar, path: Parts, out: list[FieldError]) -> Any:
+def _read_any(value: Any, path: Parts, out: list[FieldError]) -> Any:
+    return value
+
+
+def _read_integer(value: Any, path: Parts, out: list[FieldError]) -> Any:
+    return _read_scalar(value, path, out, node=INTEGER)
+
+
+def _read_scalar(value: Any, path: Parts, out: list[FieldError], *, node: Scalar) -> Any:
     kind = node.kind
     if kind in ("any", "raw"):
         return value
