@@ -166,8 +166,13 @@ class Rules:
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
+    # A valid value is recognised inline (a predicate, no path); the `check_*` function
+    # that builds the path and the messages runs only for a value that fails.
+
     def check_request(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
-        check_request_name(request.get("name", ""), path, out)
+        name = request.get("name", "")
+        if not formats.is_dns1123_label(name):
+            check_request_name(name, path, out)
         subrequests = _items(request.get("firstAvailable"))
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
@@ -188,28 +193,50 @@ class Rules:
 
     def check_exact(self, exact: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        check_device_class(exact.get("deviceClassName", ""), path, out)
+        device_class = exact.get("deviceClassName", "")
+        if not (device_class and formats.is_dns1123_subdomain(device_class)):
+            check_device_class(device_class, path, out)
         self.check_device_fields(exact, path, out)
 
     def check_subrequest(self, sub: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 10."""
-        check_request_name(sub.get("name", ""), path, out)
-        check_device_class(sub.get("deviceClassName", ""), path, out)
+        name = sub.get("name", "")
+        if not formats.is_dns1123_label(name):
+            check_request_name(name, path, out)
+        device_class = sub.get("deviceClassName", "")
+        if not (device_class and formats.is_dns1123_subdomain(device_class)):
+            check_device_class(device_class, path, out)
         self.check_device_fields(sub, path, out)
 
     def check_device_fields(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
         """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
         selectors = request.get("selectors")
-        if selectors and isinstance(selectors, list):
+        if selectors and isinstance(selectors, list) and not self.selectors_pass(selectors):
             self.check_list(
                 selectors, SELECTORS_MAX, self.check_selector, (*path, "selectors"), out
             )
-        check_allocation(request.get("allocationMode", ""), request.get("count", 0), path, out)
+        mode, count = request.get("allocationMode", ""), request.get("count", 0)
+        if not ((mode == "ExactCount" and count > 0) or (mode == "All" and count == 0)):
+            check_allocation(mode, count, path, out)
         tolerations = request.get("tolerations")
         if tolerations and isinstance(tolerations, list):
             for t, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict):
                     self.check_toleration(toleration, (*path, "tolerations", t), out)
+
+    def selectors_pass(self, selectors: list[Any]) -> bool:
+        """True when `check_list` over these selectors would find nothing."""
+        if len(selectors) > SELECTORS_MAX:
+            return False
+        for selector in selectors:
+            if not isinstance(selector, dict):
+                continue  # malformed: reported while reading, skipped by the rules
+            cel = selector.get("cel")
+            if not isinstance(cel, dict):
+                return False
+            if not selector_passes(cel.get("expression", ""), release=self.release):
+                return False
+        return True
 
     def check_selector(self, selector: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
