@@ -23,6 +23,10 @@ ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 d
 COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
 PROFILES = ("kueue", "autoscaler", "dynamo")
 
+# A request with its index among the user's requests and its (mapping) subrequests,
+# gathered once per claim spec for every check.
+Request = tuple[int, dict[str, Any], list[dict[str, Any]]]
+
 CODES = (
     "config-names-parent",
     "quota-charge",
@@ -82,26 +86,32 @@ def advise_claim_spec(
     version: Version,
     profiles: frozenset[str] = frozenset(),
     per_pod: bool = False,
-) -> Iterator[Advice]:
-    """Every per-object check over one hub-shaped claim spec at `path`."""
+) -> list[Advice]:
+    """Every per-object check over one hub-shaped claim spec at `path`, in a fixed order.
+
+    The requests and their subrequests are gathered once and shared by all checks;
+    paths are made only for the advice given.
+    """
     devices = spec.get("devices")
     if not isinstance(devices, dict):
-        return
+        return []
     dpath = path.child("devices")
     requests = _requests(devices)
-    yield from check_config_names_parent(devices, dpath)
-    yield from check_quota_charge(requests, dpath, per_pod=per_pod)
-    for i, request in requests:
-        subs = _subrequests(request)
+    out: list[Advice] = []
+    if devices.get("config"):
+        out.extend(check_config_names_parent(devices, dpath))
+    out.extend(check_quota_charge(requests, dpath, per_pod=per_pod))
+    for i, request, subs in requests:
         if not subs:
             continue
         rpath = dpath.child("requests").index(i)
-        yield from check_all_mode(subs, rpath, version)
-        yield from check_counts_differ(request, subs, rpath, profiles)
-        yield from check_profiles(request, rpath, profiles)
-    yield from check_devices_over_32(requests, dpath)
-    yield from check_combinations(requests, dpath)
-    yield from check_class_config_names(requests, dpath, version)
+        out.extend(check_all_mode(subs, rpath, version))
+        out.extend(check_counts_differ(request, subs, rpath, profiles))
+        out.extend(check_profiles(request, rpath, profiles))
+    out.extend(check_devices_over_32(requests, dpath))
+    out.extend(check_combinations(requests, dpath))
+    out.extend(check_class_config_names(requests, dpath, version))
+    return out
 
 
 # -- config-names-parent ------------------------------------------------------------------
@@ -123,11 +133,11 @@ class ReferenceRewrite:
 def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
     """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
     out: dict[str, list[str]] = {}
-    for _, request in _requests(devices):
+    for _, request, subrequests in _requests(devices):
         name = request.get("name")
         if not isinstance(name, str):
             continue
-        subs = [s.get("name") for s in _subrequests(request)]
+        subs = [s.get("name") for s in subrequests]
         if subs and all(isinstance(n, str) and n for n in subs):
             out[name] = [str(n) for n in subs]
         else:
@@ -192,9 +202,7 @@ def _device_count(request: dict[str, Any], mode_all: int) -> int:
     return count if isinstance(count, int) and count > 0 else 1
 
 
-def quota_charge(
-    requests: list[tuple[int, dict[str, Any]]],
-) -> tuple[dict[str, int], dict[str, int]]:
+def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int]]:
     """(charge per class, first-choice need per class) under core ResourceQuota semantics.
 
     Quota charges a prioritized request, per device class, the largest count among its
@@ -203,8 +211,7 @@ def quota_charge(
     """
     charge: dict[str, int] = {}
     need: dict[str, int] = {}
-    for _, request in requests:
-        subs = _subrequests(request)
+    for _, request, subs in requests:
         exact = request.get("exactly")
         if subs:
             largest: dict[str, int] = {}
@@ -230,7 +237,7 @@ def quota_charge(
 
 
 def check_quota_charge(
-    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath, *, per_pod: bool
+    requests: list[Request], dpath: FieldPath, *, per_pod: bool
 ) -> Iterator[Advice]:
     charge, need = quota_charge(requests)
     if sum(charge.values()) <= sum(need.values()):
@@ -245,12 +252,9 @@ def check_quota_charge(
     )
 
 
-def check_devices_over_32(
-    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath
-) -> Iterator[Advice]:
+def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Iterator[Advice]:
     worst = 0
-    for _, request in requests:
-        subs = _subrequests(request)
+    for _, request, subs in requests:
         candidates = subs or (
             [request["exactly"]] if isinstance(request.get("exactly"), dict) else []
         )
@@ -265,10 +269,8 @@ def check_devices_over_32(
         )
 
 
-def check_combinations(
-    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath
-) -> Iterator[Advice]:
-    sizes = [len(_subrequests(r)) for _, r in requests if _subrequests(r)]
+def check_combinations(requests: list[Request], dpath: FieldPath) -> Iterator[Advice]:
+    sizes = [len(subs) for _, _, subs in requests if subs]
     if len(sizes) > MAX_REFERENCES:
         # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
         # product can outgrow what int → str may print (ValueError past 4,300 digits).
@@ -347,9 +349,9 @@ def check_profiles(
 
 
 def check_class_config_names(
-    requests: list[tuple[int, dict[str, Any]]], dpath: FieldPath, version: Version
+    requests: list[Request], dpath: FieldPath, version: Version
 ) -> Iterator[Advice]:
-    if not any(_subrequests(r) for _, r in requests):
+    if not any(subs for _, _, subs in requests):
         return
     if version.before(33, 6) or version.before(34, 2):
         yield Advice(
@@ -365,16 +367,16 @@ def check_class_config_names(
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _requests(devices: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+def _requests(devices: dict[str, Any]) -> list[Request]:
     items = devices.get("requests")
     if not isinstance(items, list):
         return []
-    return [(i, r) for i, r in enumerate(items) if isinstance(r, dict)]
+    return [(i, r, _subrequests(r)) for i, r in enumerate(items) if isinstance(r, dict)]
 
 
 def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
     subs = request.get("firstAvailable")
-    if not isinstance(subs, list):
+    if not subs or not isinstance(subs, list):
         return []
     return [s for s in subs if isinstance(s, dict)]
 
