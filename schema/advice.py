@@ -23,9 +23,10 @@ ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 d
 COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
 PROFILES = ("kueue", "autoscaler", "dynamo")
 
-# A request with its index among the user's requests and its (mapping) subrequests,
-# gathered once per claim spec for every check.
-Request = tuple[int, dict[str, Any], list[dict[str, Any]]]
+# A request gathered once per claim spec for every check: its index among the user's
+# requests, the request, its (mapping) subrequests, its alternatives (the subrequests,
+# else the exact request, else none) and their device counts with `All` as 0.
+Request = tuple[int, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[int]]
 
 CODES = (
     "config-names-parent",
@@ -89,8 +90,8 @@ def advise_claim_spec(
 ) -> list[Advice]:
     """Every per-object check over one hub-shaped claim spec at `path`, in a fixed order.
 
-    The requests and their subrequests are gathered once and shared by all checks;
-    paths are made only for the advice given.
+    The requests, their alternatives and device counts are gathered once and shared
+    by all checks.
     """
     devices = spec.get("devices")
     if not isinstance(devices, dict):
@@ -100,18 +101,25 @@ def advise_claim_spec(
     out: list[Advice] = []
     if devices.get("config"):
         out.extend(check_config_names_parent(devices, dpath))
-    out.extend(check_quota_charge(requests, dpath, per_pod=per_pod))
-    for i, request, subs in requests:
+    _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))
+    for i, request, subs, _, counts in requests:
         if not subs:
             continue
         rpath = dpath.child("requests").index(i)
-        out.extend(check_all_mode(subs, rpath, version))
-        out.extend(check_counts_differ(request, subs, rpath, profiles))
-        out.extend(check_profiles(request, rpath, profiles))
-    out.extend(check_devices_over_32(requests, dpath))
-    out.extend(check_combinations(requests, dpath))
-    out.extend(check_class_config_names(requests, dpath, version))
+        if 0 in counts:  # an `All` subrequest
+            out.extend(check_all_mode(counts, rpath, version))
+        _give(out, check_counts_differ(request, counts, rpath, profiles))
+        if profiles:
+            out.extend(check_profiles(request, rpath, profiles))
+    _give(out, check_devices_over_32(requests, dpath))
+    _give(out, check_combinations(requests, dpath))
+    _give(out, check_class_config_names(requests, dpath, version))
     return out
+
+
+def _give(out: list[Advice], advice: Advice | None) -> None:
+    if advice is not None:
+        out.append(advice)
 
 
 # -- config-names-parent ------------------------------------------------------------------
@@ -133,7 +141,7 @@ class ReferenceRewrite:
 def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
     """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
     out: dict[str, list[str]] = {}
-    for _, request, subrequests in _requests(devices):
+    for _, request, subrequests, _, _ in _requests(devices):
         name = request.get("name")
         if not isinstance(name, str):
             continue
@@ -211,88 +219,76 @@ def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int
     """
     charge: dict[str, int] = {}
     need: dict[str, int] = {}
-    for _, request, subs in requests:
-        exact = request.get("exactly")
-        if subs:
-            largest: dict[str, int] = {}
-            for sub in subs:
-                cls = str(sub.get("deviceClassName", ""))
-                largest[cls] = max(largest.get(cls, 0), _device_count(sub, ALL_MODE_QUOTA_CHARGE))
-            first = subs[0]
-            _add(
-                need,
-                str(first.get("deviceClassName", "")),
-                _device_count(first, ALL_MODE_QUOTA_CHARGE),
-            )
-        elif isinstance(exact, dict):
-            largest = {
-                str(exact.get("deviceClassName", "")): _device_count(exact, ALL_MODE_QUOTA_CHARGE)
-            }
-            _add(need, *next(iter(largest.items())))
-        else:
+    for _, _, _, alternatives, counts in requests:
+        if not alternatives:
             continue
+        classes = [str(alternative.get("deviceClassName", "")) for alternative in alternatives]
+        largest: dict[str, int] = {}
+        for cls, count in zip(classes, counts, strict=True):
+            n = count or ALL_MODE_QUOTA_CHARGE
+            if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
+                largest[cls] = n
+        need[classes[0]] = need.get(classes[0], 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
         for cls, n in largest.items():
-            _add(charge, cls, n)
+            charge[cls] = charge.get(cls, 0) + n
     return charge, need
 
 
 def check_quota_charge(
     requests: list[Request], dpath: FieldPath, *, per_pod: bool
-) -> Iterator[Advice]:
+) -> Advice | None:
     charge, need = quota_charge(requests)
-    if sum(charge.values()) <= sum(need.values()):
-        return
+    charged, needed = sum(charge.values()), sum(need.values())
+    if charged <= needed:
+        return None
     unit = "per pod " if per_pod else ""
-    yield Advice(
+    return Advice(
         dpath.child("requests"),
         "quota-charge",
         f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
-        f"({sum(charge.values())} devices), while its first choices need {_per_class(need)} "
-        f"({sum(need.values())}); size namespace quotas for the larger figure",
+        f"({charged} devices), while its first choices need {_per_class(need)} "
+        f"({needed}); size namespace quotas for the larger figure",
     )
 
 
-def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Iterator[Advice]:
+def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Advice | None:
     worst = 0
-    for _, request, subs in requests:
-        candidates = subs or (
-            [request["exactly"]] if isinstance(request.get("exactly"), dict) else []
-        )
-        counts = [_device_count(c, 1) for c in candidates if c.get("allocationMode") != "All"]
-        worst += max(counts, default=0)
-    if worst > MAX_RESULTS:
-        yield Advice(
-            dpath.child("requests"),
-            "devices-over-32",
-            f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
-            f"{MAX_RESULTS} results: the scheduler cannot allocate those combinations",
-        )
+    for *_, counts in requests:
+        worst += max([count for count in counts if count], default=0)  # `All` (0) left out
+    if worst <= MAX_RESULTS:
+        return None
+    return Advice(
+        dpath.child("requests"),
+        "devices-over-32",
+        f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
+        f"{MAX_RESULTS} results: the scheduler cannot allocate those combinations",
+    )
 
 
-def check_combinations(requests: list[Request], dpath: FieldPath) -> Iterator[Advice]:
-    sizes = [len(subs) for _, _, subs in requests if subs]
+def check_combinations(requests: list[Request], dpath: FieldPath) -> Advice | None:
+    sizes = [len(subs) for _, _, subs, _, _ in requests if subs]
     if len(sizes) > MAX_REFERENCES:
         # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
         # product can outgrow what int → str may print (ValueError past 4,300 digits).
-        return
+        return None
     total = prod(sizes) if sizes else 0
-    if len(sizes) > 1 and total > COMBINATIONS_WARN_AT:
-        yield Advice(
-            dpath.child("requests"),
-            "combinations",
-            f"{total} combinations of alternatives across {len(sizes)} prioritized requests "
-            f"({' × '.join(map(str, sizes))}); the allocator may try each on every candidate node",
-        )
+    if len(sizes) <= 1 or total <= COMBINATIONS_WARN_AT:
+        return None
+    return Advice(
+        dpath.child("requests"),
+        "combinations",
+        f"{total} combinations of alternatives across {len(sizes)} prioritized requests "
+        f"({' × '.join(map(str, sizes))}); the allocator may try each on every candidate node",
+    )
 
 
 # -- per-request checks ---------------------------------------------------------------------
 
 
-def check_all_mode(
-    subs: list[dict[str, Any]], rpath: FieldPath, version: Version
-) -> Iterator[Advice]:
-    for j, sub in enumerate(subs):
-        if sub.get("allocationMode") != "All":
+def check_all_mode(counts: list[int], rpath: FieldPath, version: Version) -> Iterator[Advice]:
+    """`counts` are the subrequests' device counts, `All` as 0."""
+    for j, count in enumerate(counts):
+        if count:
             continue
         path = rpath.child("firstAvailable").index(j).child("allocationMode")
         if j >= 1 and version.release.minor in (34, 35):
@@ -314,14 +310,14 @@ def check_all_mode(
 
 
 def check_counts_differ(
-    request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath, profiles: frozenset[str]
-) -> Iterator[Advice]:
-    counts = [_device_count(s, 0) for s in subs]
+    request: dict[str, Any], counts: list[int], rpath: FieldPath, profiles: frozenset[str]
+) -> Advice | None:
+    """`counts` are the subrequests' device counts, `All` as 0."""
     if len(set(counts)) <= 1:
-        return
+        return None
     shown = ", ".join("All" if c == 0 else str(c) for c in counts)
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
-    yield Advice(
+    return Advice(
         rpath.child("firstAvailable"),
         "alternative-counts-differ",
         f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "
@@ -350,18 +346,19 @@ def check_profiles(
 
 def check_class_config_names(
     requests: list[Request], dpath: FieldPath, version: Version
-) -> Iterator[Advice]:
-    if not any(subs for _, _, subs in requests):
-        return
-    if version.before(33, 6) or version.before(34, 2):
-        yield Advice(
-            dpath.child("requests"),
-            "class-config-request-names",
-            f"Kubernetes {version.release.name}.x before 1.33.6 / 1.34.2 leaves request names out of "
-            "DeviceClass configs in allocation results, so drivers cannot tell which alternative a "
-            "class config belongs to; upgrade to a fixed patch",
-            release_note=True,
-        )
+) -> Advice | None:
+    if not any(subs for _, _, subs, _, _ in requests):
+        return None
+    if not (version.before(33, 6) or version.before(34, 2)):
+        return None
+    return Advice(
+        dpath.child("requests"),
+        "class-config-request-names",
+        f"Kubernetes {version.release.name}.x before 1.33.6 / 1.34.2 leaves request names out of "
+        "DeviceClass configs in allocation results, so drivers cannot tell which alternative a "
+        "class config belongs to; upgrade to a fixed patch",
+        release_note=True,
+    )
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -371,7 +368,14 @@ def _requests(devices: dict[str, Any]) -> list[Request]:
     items = devices.get("requests")
     if not isinstance(items, list):
         return []
-    return [(i, r, _subrequests(r)) for i, r in enumerate(items) if isinstance(r, dict)]
+    out: list[Request] = []
+    for i, request in enumerate(items):
+        if isinstance(request, dict):
+            subs = _subrequests(request)
+            exact = request.get("exactly")
+            alternatives = subs or ([exact] if isinstance(exact, dict) else [])
+            out.append((i, request, subs, alternatives, [_device_count(a, 0) for a in alternatives]))
+    return out
 
 
 def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -381,9 +385,5 @@ def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in subs if isinstance(s, dict)]
 
 
-def _add(counter: dict[str, int], key: str, n: int) -> None:
-    counter[key] = counter.get(key, 0) + n
-
-
 def _per_class(counter: dict[str, int]) -> str:
-    return ", ".join(f"{cls} {n}" for cls, n in counter.items())
+    return ", ".join([f"{cls} {n}" for cls, n in counter.items()])
