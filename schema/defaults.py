@@ -26,15 +26,22 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
         else:
             exactly = request.get("exactly")
             if isinstance(exactly, dict):  # §4.1: an empty `exactly: {}` is defaulted too
-                default_allocation(exactly)
-                default_tolerations(exactly)
-        for sub in _dicts(request.get("firstAvailable")):
-            default_allocation(sub)
-            default_tolerations(sub)
-    for option_list in _prioritized_options(devices):
-        for sub in option_list:
-            default_allocation(sub)
-            default_tolerations(sub)
+                _default_device_fields(exactly)
+        subs = request.get("firstAvailable")
+        if subs:
+            for sub in _dicts(subs):
+                _default_device_fields(sub)
+    if "prioritizedRequests" in devices:
+        for option_list in _prioritized_options(devices):
+            for sub in option_list:
+                _default_device_fields(sub)
+
+
+def _default_device_fields(request: dict[str, Any]) -> None:
+    """Both defaults of an exact request or a subrequest."""
+    default_allocation(request)
+    if "tolerations" in request:
+        default_tolerations(request)
 
 
 # Go struct order (§2.1, §2.2): what follows allocationMode and count in a request,

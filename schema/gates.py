@@ -20,14 +20,14 @@ def drop_disabled_fields(
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
-    off = _gated_off(release)
+    off, prioritized_list = _gated_off(release), release.prioritized_list
     dropped: list[FieldPath] = []
     requests = devices.get("requests")
     for i, request in enumerate(requests if isinstance(requests, list) else []):
         if not isinstance(request, dict):
             continue
         # DRAPrioritizedList first: the later drops then no longer see the subrequests.
-        if not release.prioritized_list and "firstAvailable" in request:
+        if not prioritized_list and "firstAvailable" in request:
             _record(
                 dropped,
                 request.pop("firstAvailable"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from draguard.schema import formats
@@ -141,11 +141,14 @@ class Rules:
 
     def check_device_claim(self, devices: dict[str, Any], path: Parts, out: Errors) -> None:
         requests = _items(devices.get("requests"))
-        names = gather_request_names(requests)
         self.check_named_set(
             requests, REQUESTS_MAX, self.check_request, (*path, "requests"), out
         )
         constraints = _items(devices.get("constraints"))
+        configs = _items(devices.get("config"))
+        if not constraints and not configs:
+            return  # nothing refers to the requests: no lookup table to build
+        names = gather_request_names(requests)
         if constraints:
             self.check_list(
                 constraints,
@@ -154,7 +157,6 @@ class Rules:
                 (*path, "constraints"),
                 out,
             )
-        configs = _items(devices.get("config"))
         if configs:
             self.check_list(
                 configs,
@@ -300,14 +302,12 @@ class Rules:
         self, constraint: dict[str, Any], path: Parts, names: RequestNames, out: Errors
     ) -> None:
         self.check_references(constraint.get("requests", []), (*path, "requests"), names, out)
-        if "matchAttribute" in constraint:  # rule 18: distinctAttribute is then ignored
-            self.check_qualified_name(
-                constraint["matchAttribute"], (*path, "matchAttribute"), out
-            )
-        elif "distinctAttribute" in constraint:
-            self.check_qualified_name(
-                constraint["distinctAttribute"], (*path, "distinctAttribute"), out
-            )
+        # Rule 18: with both set, distinctAttribute is ignored.
+        field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
+        if field in constraint:
+            attribute = constraint[field]
+            if not attribute_name_passes(attribute):
+                self.check_qualified_name(attribute, (*path, field), out)
         elif self.release.consumable_capacity:
             out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
@@ -352,6 +352,21 @@ class Rules:
                 check_c_identifier(ident, path, out)
         elif self.release.rejects_extra_slashes:
             out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
+
+
+@lru_cache(maxsize=formats.PREDICATE_CACHE_SIZE)
+def attribute_name_passes(name: str) -> bool:
+    """True when `check_qualified_name` finds nothing in any release: `domain/identifier`
+    with a valid driver-name domain and C identifier (the few attribute names repeat)."""
+    domain, slash, ident = name.partition("/")
+    return (
+        bool(slash)
+        and "/" not in ident
+        and 0 < len(domain) <= formats.DRIVER_NAME_MAX
+        and formats.is_dns1123_subdomain(domain.lower())
+        and 0 < len(ident) <= formats.C_IDENTIFIER_MAX
+        and formats.c_identifier_matches(ident)
+    )
 
 
 def _empty_part(path: Parts, detail: str, *, new: bool) -> FieldError:

@@ -152,7 +152,8 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     admin = tuple(_admin_access_errors(prepared.claim_spec, options))
     spec_errors = tuple(_spec_errors(prepared, options))
     warnings = tuple(advise(prepared, options))
-    _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared))
+    if key is not None:
+        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared))
     meta_errors = validate_object_meta(prepared.document["metadata"], FieldPath.root("metadata"))
     return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings)
 
@@ -254,7 +255,7 @@ def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
     version = Version(options.release, options.kubernetes_patch)
     ignored = ignored_codes(prepared.document.get("metadata"))
     per_pod = prepared.doc_type.kind == "ResourceClaimTemplate"
-    devices_path = prepared.spec_path.child("devices")
+    devices_path = prepared.spec_path.child("devices") if prepared.origins is not None else None
     for item in advise_claim_spec(
         prepared.claim_spec,
         prepared.spec_path,
@@ -264,7 +265,7 @@ def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
     ):
         if item.code in ignored:
             continue
-        if prepared.origins is not None:
+        if prepared.origins is not None and devices_path is not None:
             mapped = _map_parallel_path(
                 item.path, devices_path.child("requests"), devices_path, prepared.origins
             )
