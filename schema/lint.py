@@ -142,8 +142,11 @@ def candidate_paths(
 ) -> list[tuple[Segment, ...]]:
     """The node paths in the user's document that a rule path may stand for, best first."""
     parts = path.parts
+    flat = shape == "v1beta1" and "exactly" in parts
+    if not flat and parts[-1:] != ("adminAccess",):  # nearly every path: itself only
+        return [prefix + parts]
     out: list[tuple[Segment, ...]] = []
-    if shape == "v1beta1":
+    if flat:
         out.append(_flatten_exactly(parts))
     out.append(parts)
     out.extend(_admin_access_variants(parts))
