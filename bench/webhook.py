@@ -28,6 +28,15 @@ measures from the actual send, not the schedule). Client and servers share the
 machine's cores, so absolute figures are lower bounds; the ratio to the no-op app in
 the same run is the figure to compare. Targets (issue 4): draguard ≥ 80 % of the
 no-op throughput and p99 < 10 ms at 200 requests/s, in both modes.
+
+Two things to know when reading the figures. The no-op app is stock gunicorn + Flask,
+while `draguard serve` answers the apiserver's ordinary reviews beside Flask
+(`draguard.webhook.fastpath`) and sends each answer as one write instead of gunicorn's
+two (`draguard.webhook.singlewrite`), so with keep-alive draguard can exceed 100 %.
+And with keep-alive a round's throughput depends on how the `--concurrency` connections
+happen to spread over the two workers (4+0, 3+1 or 2+2: one GIL busy or both), for
+either server, so single rounds differ by up to 2.5×; use `--rounds 9` or more for a
+ratio worth quoting.
 """
 
 from __future__ import annotations
