@@ -9,8 +9,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 from draguard.webhook.decisionlog import BatchingHandler, JsonLine
+
+from .conftest import start_server
 
 
 def logger_with(handler: logging.Handler, name: str) -> logging.Logger:
@@ -77,3 +80,21 @@ def test_lines_are_written_at_interpreter_exit() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)
     assert [json.loads(line)["n"] for line in run.stderr.splitlines()] == list(range(1000))
+
+
+def test_served_decisions_survive_a_graceful_stop(tmp_path: Path) -> None:
+    """Every review answered right before SIGTERM has its line in the server log."""
+    server = start_server(tmp_path, workers=2)
+    try:
+        api = server.client()
+        uids = [f"last-{i}" for i in range(40)]
+        for uid in uids:
+            body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "request": {"uid": uid, "operation": "CONNECT"}}
+            assert api.review(body, fresh=uid.endswith("7")).status == 200
+        api.close()
+    finally:
+        server.stop()  # at once: well within the flush interval
+    logged = {json.loads(line)["uid"] for line in server.log().splitlines()
+              if line.startswith('{"time"')}
+    assert logged >= set(uids)
