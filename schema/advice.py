@@ -347,9 +347,9 @@ def check_profiles(
 def check_class_config_names(
     requests: list[Request], dpath: FieldPath, version: Version
 ) -> Advice | None:
-    if not any(subs for _, _, subs, _, _ in requests):
-        return None
     if not (version.before(33, 6) or version.before(34, 2)):
+        return None
+    if not any(subs for _, _, subs, _, _ in requests):
         return None
     return Advice(
         dpath.child("requests"),

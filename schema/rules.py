@@ -122,18 +122,18 @@ class Rules:
         if over and self._short_circuit:
             out.append(too_many(FieldPath(path), len(items), max_items))
             return
+        seen: set[Any] = set()
+        repeated: list[tuple[int, Any]] = []
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
                 check(item, (*path, i), out)
-        seen: set[Any] = set()
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                continue
-            name = item.get("name", "")
-            if name in seen:
-                at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
-                out.append(duplicate(FieldPath(at), name))
-            seen.add(name)
+                name = item.get("name", "")
+                if name in seen:
+                    repeated.append((i, name))
+                seen.add(name)
+        for i, name in repeated:  # after every item's own errors
+            at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
+            out.append(duplicate(FieldPath(at), name))
         if over:
             out.append(too_many(FieldPath(path), len(items), max_items))
 

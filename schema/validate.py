@@ -47,6 +47,13 @@ from draguard.schema.shapes import DocumentType, document_node, identify, read
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
+# Paths are immutable, so the fixed ones are made once rather than per document.
+_ROOT = FieldPath()
+_METADATA = FieldPath.root("metadata")
+_CLAIM_SPEC = FieldPath.root("spec")
+_TEMPLATE_CLAIM_SPEC = FieldPath.root("spec", "spec")
+_TEMPLATE_METADATA = FieldPath.root("spec", "metadata")
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -93,7 +100,7 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     """Read, default (§4), convert (§5.2) and drop gated fields (§3.8), as the apiserver does."""
     release = options.release
     node = document_node(doc_type.kind, doc_type.version, release, doc_type.parallel)
-    reading = read(obj, node, FieldPath(), doc_type.api_version)
+    reading = read(obj, node, _ROOT, doc_type.api_version)
     document: dict[str, Any] = reading.value if isinstance(reading.value, dict) else {}
     findings = reading.findings
     if not release.has_api_version(doc_type.version):
@@ -125,8 +132,8 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
 def _spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
     """The mapping that holds the claim spec under key `spec`, and the spec's path."""
     if kind == "ResourceClaimTemplate":
-        return document.setdefault("spec", {}), FieldPath.root("spec", "spec")
-    return document, FieldPath.root("spec")
+        return document.setdefault("spec", {}), _TEMPLATE_CLAIM_SPEC
+    return document, _CLAIM_SPEC
 
 
 def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
@@ -149,12 +156,17 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     if prepared.findings:
         # §3.0 step 1: the apiserver answers a decoding error (400) before any rule runs.
         return _verdict(prepared, list(prepared.findings))
-    admin = tuple(_admin_access_errors(prepared.claim_spec, options))
+    # Without namespace labels (lint) there is no admin-access check (§3.7) to run.
+    admin = (
+        tuple(_admin_access_errors(prepared.claim_spec, options))
+        if options.namespace_labels is not None
+        else ()
+    )
     spec_errors = tuple(_spec_errors(prepared, options))
     warnings = tuple(advise(prepared, options))
     if key is not None:
         _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared))
-    meta_errors = validate_object_meta(prepared.document["metadata"], FieldPath.root("metadata"))
+    meta_errors = validate_object_meta(prepared.document["metadata"], _METADATA)
     return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings)
 
 
@@ -245,7 +257,7 @@ def _from_memo(
         prepared.origins,
         prepared.dropped,
     )
-    meta_errors = validate_object_meta(meta, FieldPath.root("metadata"))
+    meta_errors = validate_object_meta(meta, _METADATA)
     errors = [*remembered.admin_errors, *meta_errors, *remembered.spec_errors]
     return _verdict(fresh, errors, remembered.warnings)
 
@@ -277,7 +289,7 @@ def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
 def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
     """§3.0 step 5, in upstream's order (§3.4)."""
     yield from _admin_access_errors(prepared.claim_spec, options)
-    yield from validate_object_meta(prepared.document["metadata"], FieldPath.root("metadata"))
+    yield from validate_object_meta(prepared.document["metadata"], _METADATA)
     yield from _spec_errors(prepared, options)
 
 
@@ -287,7 +299,7 @@ def _spec_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
     document, kind = prepared.document, prepared.doc_type.kind
     if kind == "ResourceClaimTemplate":
         yield from validate_template_meta(
-            document["spec"].get("metadata", {}), FieldPath.root("spec", "metadata")
+            document["spec"].get("metadata", {}), _TEMPLATE_METADATA
         )
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
     if prepared.origins is None:
