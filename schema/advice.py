@@ -219,16 +219,18 @@ def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int
     """
     charge: dict[str, int] = {}
     need: dict[str, int] = {}
+    # Plain loops: in Python 3.11 each comprehension is a function call of its own.
     for _, _, _, alternatives, counts in requests:
         if not alternatives:
             continue
-        classes = [str(alternative.get("deviceClassName", "")) for alternative in alternatives]
         largest: dict[str, int] = {}
-        for cls, count in zip(classes, counts, strict=True):
+        for alternative, count in zip(alternatives, counts, strict=True):
+            cls = str(alternative.get("deviceClassName", ""))
             n = count or ALL_MODE_QUOTA_CHARGE
             if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
                 largest[cls] = n
-        need[classes[0]] = need.get(classes[0], 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
+        first = str(alternatives[0].get("deviceClassName", ""))
+        need[first] = need.get(first, 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
         for cls, n in largest.items():
             charge[cls] = charge.get(cls, 0) + n
     return charge, need
@@ -253,8 +255,8 @@ def check_quota_charge(
 
 def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Advice | None:
     worst = 0
-    for *_, counts in requests:
-        worst += max([count for count in counts if count], default=0)  # `All` (0) left out
+    for _, _, _, _, counts in requests:
+        worst += max(counts, default=0)  # `All` counts 0, so it never is the largest
     if worst <= MAX_RESULTS:
         return None
     return Advice(
@@ -374,7 +376,10 @@ def _requests(devices: dict[str, Any]) -> list[Request]:
             subs = _subrequests(request)
             exact = request.get("exactly")
             alternatives = subs or ([exact] if isinstance(exact, dict) else [])
-            out.append((i, request, subs, alternatives, [_device_count(a, 0) for a in alternatives]))
+            counts = []
+            for alternative in alternatives:
+                counts.append(_device_count(alternative, 0))
+            out.append((i, request, subs, alternatives, counts))
     return out
 
 
@@ -382,7 +387,11 @@ def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
     subs = request.get("firstAvailable")
     if not subs or not isinstance(subs, list):
         return []
-    return [s for s in subs if isinstance(s, dict)]
+    found = []
+    for sub in subs:
+        if isinstance(sub, dict):
+            found.append(sub)
+    return found
 
 
 def _per_class(counter: dict[str, int]) -> str:

@@ -17,7 +17,12 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return
-    for request in _dicts(devices.get("requests")):
+    requests = devices.get("requests")
+    # The lists are walked in place (defaulting changes items, never the list), with plain
+    # loops: in Python 3.11 each comprehension is a function call of its own.
+    for request in requests if isinstance(requests, list) else ():
+        if not isinstance(request, dict):
+            continue
         if version == "v1beta1":
             # §4.2: request-level allocation defaults only for a flat request with a class.
             if request.get("deviceClassName", ""):
@@ -28,9 +33,10 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
             if isinstance(exactly, dict):  # §4.1: an empty `exactly: {}` is defaulted too
                 _default_device_fields(exactly)
         subs = request.get("firstAvailable")
-        if subs:
-            for sub in _dicts(subs):
-                _default_device_fields(sub)
+        if subs and isinstance(subs, list):
+            for sub in subs:
+                if isinstance(sub, dict):
+                    _default_device_fields(sub)
     if "prioritizedRequests" in devices:
         for option_list in _prioritized_options(devices):
             for sub in option_list:

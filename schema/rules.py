@@ -488,10 +488,12 @@ def gather_request_names(requests: Items) -> RequestNames:
     for request in requests:
         if not isinstance(request, dict):
             continue
-        subs = [s for s in _items(request.get("firstAvailable")) if isinstance(s, dict)]
-        names[str(request.get("name", ""))] = (
-            frozenset(str(s.get("name", "")) for s in subs) if subs else None
-        )
+        sub_names = [
+            str(sub.get("name", ""))
+            for sub in _items(request.get("firstAvailable"))
+            if isinstance(sub, dict)
+        ]
+        names[str(request.get("name", ""))] = frozenset(sub_names) if sub_names else None
     return names
 
 
