@@ -384,7 +384,15 @@ def identify(obj: Any) -> DocumentType | None:
     group, _, version = api_version.partition("/")
     if group != GROUP or version not in VERSIONS:
         return None
-    return DocumentType(kind, version, _has_parallel_list(obj, kind))
+    parallel = _has_parallel_list(obj, kind)
+    if kind.__class__ is str:  # the usual plain string: one shared, immutable value
+        return _document_type(kind, version, parallel)
+    return DocumentType(kind, version, parallel)
+
+
+@cache
+def _document_type(kind: str, version: str, parallel: bool) -> DocumentType:
+    return DocumentType(kind, version, parallel)
 
 
 def _has_parallel_list(obj: dict[str, Any], kind: str) -> bool:

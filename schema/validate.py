@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from draguard.schema.advice import (
@@ -262,28 +263,36 @@ def _from_memo(
     return _verdict(fresh, errors, remembered.warnings)
 
 
-def advise(prepared: Prepared, options: Options) -> Iterator[Advice]:
+def advise(prepared: Prepared, options: Options) -> list[Advice]:
     """Issue 7's warnings at the user's paths, less the codes the object silences."""
-    version = Version(options.release, options.kubernetes_patch)
-    ignored = ignored_codes(prepared.document.get("metadata"))
-    per_pod = prepared.doc_type.kind == "ResourceClaimTemplate"
-    devices_path = prepared.spec_path.child("devices") if prepared.origins is not None else None
-    for item in advise_claim_spec(
+    advice = advise_claim_spec(
         prepared.claim_spec,
         prepared.spec_path,
-        version=version,
+        version=_version(options.release, options.kubernetes_patch),
         profiles=options.profiles,
-        per_pod=per_pod,
-    ):
-        if item.code in ignored:
-            continue
-        if prepared.origins is not None and devices_path is not None:
-            mapped = _map_parallel_path(
-                item.path, devices_path.child("requests"), devices_path, prepared.origins
-            )
-            if mapped is not None:
-                item = Advice(mapped[1], item.code, item.message, item.release_note)
-        yield item
+        per_pod=prepared.doc_type.kind == "ResourceClaimTemplate",
+    )
+    if not advice:
+        return advice
+    ignored = ignored_codes(prepared.document.get("metadata"))
+    if ignored:
+        advice = [item for item in advice if item.code not in ignored]
+    if prepared.origins is not None:
+        advice = [_at_parallel_path(item, prepared.spec_path, prepared.origins) for item in advice]
+    return advice
+
+
+def _at_parallel_path(item: Advice, spec_path: FieldPath, origins: list[Origin]) -> Advice:
+    devices_path = spec_path.child("devices")
+    mapped = _map_parallel_path(item.path, devices_path.child("requests"), devices_path, origins)
+    if mapped is None:
+        return item
+    return Advice(mapped[1], item.code, item.message, item.release_note)
+
+
+@cache
+def _version(release: Release, patch: int | None) -> Version:
+    return Version(release, patch)
 
 
 def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
@@ -293,19 +302,19 @@ def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]
     yield from _spec_errors(prepared, options)
 
 
-def _spec_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]:
+def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     """Template `spec.metadata`, then the claim spec (at the parallel paths for that shape)."""
     rules = rules_for(options.release)
     document, kind = prepared.document, prepared.doc_type.kind
+    errors: list[FieldError] = []
     if kind == "ResourceClaimTemplate":
-        yield from validate_template_meta(
-            document["spec"].get("metadata", {}), _TEMPLATE_METADATA
-        )
+        errors += validate_template_meta(document["spec"].get("metadata", {}), _TEMPLATE_METADATA)
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
     if prepared.origins is None:
-        yield from spec_errors
+        errors += spec_errors
     else:
-        yield from _parallel_errors(prepared, spec_errors)
+        errors += _parallel_errors(prepared, spec_errors)
+    return errors
 
 
 def _admin_access_errors(spec: dict[str, Any], options: Options) -> Iterator[FieldError]:
