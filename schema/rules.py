@@ -52,6 +52,7 @@ NO_ATTRIBUTE = (
     'exactly one of "matchAttribute" or "distinctAttribute" is required, '
     "but multiple fields are set"
 )
+PASSING_CACHE_SIZE = 4096
 ALLOCATION_MODES = ("All", "ExactCount")
 OPERATORS = ("Equal", "Exists")
 
@@ -82,6 +83,9 @@ class Rules:
         self._short_circuit = release.short_circuit_too_many
         self._duplicate_at_name = release.duplicate_at_name
         self._effects = release.toleration_effects
+        # Expressions known to compile cleanly in this release: a set lookup is several
+        # times cheaper than the call into the CEL cache, and selectors repeat a lot.
+        self._passing: set[str] = set()
 
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
         """Every finding for one claim spec at `path`, in upstream's order."""
@@ -230,14 +234,21 @@ class Rules:
         """True when `check_list` over these selectors would find nothing."""
         if len(selectors) > SELECTORS_MAX:
             return False
+        passing = self._passing
         for selector in selectors:
             if not isinstance(selector, dict):
                 continue  # malformed: reported while reading, skipped by the rules
             cel = selector.get("cel")
             if not isinstance(cel, dict):
                 return False
-            if not selector_passes(cel.get("expression", ""), release=self.release):
+            expression = cel.get("expression", "")
+            if expression in passing:
+                continue
+            if not selector_passes(expression, release=self.release):
                 return False
+            if len(passing) >= PASSING_CACHE_SIZE:
+                passing.clear()
+            passing.add(expression)
         return True
 
     def check_selector(self, selector: dict[str, Any], path: Parts, out: Errors) -> None:
