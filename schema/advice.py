@@ -317,7 +317,7 @@ def check_counts_differ(
     """`counts` are the subrequests' device counts, `All` as 0."""
     if len(set(counts)) <= 1:
         return None
-    shown = ", ".join("All" if c == 0 else str(c) for c in counts)
+    shown = ", ".join(["All" if c == 0 else str(c) for c in counts])
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
     return Advice(
         rpath.child("firstAvailable"),

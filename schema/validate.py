@@ -44,7 +44,7 @@ from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
 from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
-from draguard.schema.shapes import DocumentType, document_node, identify, read
+from draguard.schema.shapes import DocumentType, Obj, document_node, identify, read
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
@@ -100,11 +100,11 @@ class Prepared:
 def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Prepared:
     """Read, default (§4), convert (§5.2) and drop gated fields (§3.8), as the apiserver does."""
     release = options.release
-    node = document_node(doc_type.kind, doc_type.version, release, doc_type.parallel)
-    reading = read(obj, node, _ROOT, doc_type.api_version)
+    node, api_version, known = _plan(doc_type, release)
+    reading = read(obj, node, _ROOT, api_version)
     document: dict[str, Any] = reading.value if isinstance(reading.value, dict) else {}
     findings = reading.findings
-    if not release.has_api_version(doc_type.version):
+    if not known:
         findings.insert(
             0,
             unknown_field(
@@ -128,6 +128,13 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
         holder["spec"] = claim_spec
     dropped = drop_disabled_fields(claim_spec, spec_path, release)
     return Prepared(doc_type, document, claim_spec, spec_path, findings, origins, dropped)
+
+
+@cache
+def _plan(doc_type: DocumentType, release: Release) -> tuple[Obj, str, bool]:
+    """The shape to read, the apiVersion and whether the release has that version."""
+    node = document_node(doc_type.kind, doc_type.version, release, doc_type.parallel)
+    return node, doc_type.api_version, release.has_api_version(doc_type.version)
 
 
 def _spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
