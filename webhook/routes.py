@@ -35,6 +35,8 @@ blueprint = Blueprint("draguard", __name__)
 Answerer = Callable[..., Answer]
 JSON_TYPES = frozenset({"application/json"})
 ANSWERERS: dict[str, Answerer] = {"validate": answer_validate, "mutate": answer_mutate}
+# Built once: json.dumps with separators builds a new encoder on every call.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def _state() -> WebhookState:
@@ -111,7 +113,7 @@ def judge(state: WebhookState, endpoint: str, body: bytes, started: float) -> tu
                           operation=review.operation, decision=result.decision,
                           seconds=seconds, findings=result.findings)
     _log_decision(endpoint, result, seconds)
-    return 200, json.dumps(result.document, separators=(",", ":"))
+    return 200, _compact(result.document)
 
 
 def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode) -> Answer:
