@@ -59,9 +59,10 @@ class FastPath:
     def _answer(self, environ: dict[str, Any], endpoint: str, length: int,
                 started: float) -> tuple[int, str]:
         body = environ["wsgi.input"].read(length)
-        if len(body) < length:
-            # Werkzeug raises ClientDisconnected here, which the error handler answers
-            # (uncounted, unlogged); the client is usually gone anyway.
+        if len(body) < length and "wsgi.input_terminated" not in environ:
+            # A body cut short: Werkzeug raises ClientDisconnected, which the error handler
+            # answers (uncounted, unlogged). Behind a server that terminates the input
+            # (gunicorn) it reads what came instead, as done here.
             return 400, error_body(400, ClientDisconnected.description or "")
         return judge(self.state, endpoint, body, started)
 
