@@ -37,11 +37,17 @@ class FieldPath:
     def root(cls, *names: str) -> FieldPath:
         return _make(names)
 
+    # child and index build the path inline (no call to `_make`): they are the hot ones.
+
     def child(self, *names: str) -> FieldPath:
-        return _make(self.parts + names)
+        path = _new(FieldPath)
+        path.parts = self.parts + names
+        return path
 
     def index(self, i: int) -> FieldPath:
-        return _make((*self.parts, i))
+        path = _new(FieldPath)
+        path.parts = (*self.parts, i)
+        return path
 
     def key(self, k: str) -> FieldPath:
         return _make((*self.parts, MapKey(k)))
@@ -109,7 +115,10 @@ def parse_path(text: str) -> FieldPath:
     return FieldPath(tuple(parts))
 
 
+_new = object.__new__
+
+
 def _make(parts: tuple[Segment, ...]) -> FieldPath:
-    path = object.__new__(FieldPath)
+    path = _new(FieldPath)
     path.parts = parts
     return path
