@@ -71,14 +71,15 @@ def _put(obj: dict[str, Any], key: str, value: Any, later: frozenset[str]) -> No
     if key in obj:
         obj[key] = value
         return
-    keys = list(obj)
-    obj[key] = value
-    for at, k in enumerate(keys):
+    for at, k in enumerate(obj):
         if k in later:
             # Move that key and all after it behind the new one, keeping their order.
+            keys = list(obj)
+            obj[key] = value
             for moved in keys[at:]:
                 obj[moved] = obj.pop(moved)
             return
+    obj[key] = value
 
 
 def default_tolerations(request: dict[str, Any]) -> None:
