@@ -450,16 +450,20 @@ def _verdict(
     prepared: Prepared, errors: list[FieldError], warnings: tuple[Advice, ...] = ()
 ) -> Verdict:
     meta = prepared.document.get("metadata", {})
+    doc_type = prepared.doc_type
+    # Positional, in field order: nine keyword arguments cost more than the rest of this.
     return Verdict(
-        kind=prepared.doc_type.kind,
-        api_version=prepared.doc_type.api_version,
-        name=meta.get("name") or meta.get("generateName"),
-        namespace=meta.get("namespace"),
-        shape=prepared.doc_type.shape,
-        errors=tuple(errors),
-        internal=prepared.document,
-        dropped=tuple(prepared.dropped),
-        warnings=warnings,
+        doc_type.kind,
+        doc_type.api_version,
+        meta.get("name") or meta.get("generateName"),
+        meta.get("namespace"),
+        doc_type.shape,
+        tuple(errors),
+        False,  # skipped
+        "",  # skip_reason
+        prepared.document,  # internal
+        tuple(prepared.dropped),
+        warnings,
     )
 
 
