@@ -7,7 +7,9 @@ keeps the line in memory and writes the waiting lines together: when `max_lines`
 are waiting, else at most `interval` seconds after the first (a daemon thread),
 and on `flush()`. `logging.shutdown` flushes every handler at interpreter exit,
 which a gunicorn worker reaches on each graceful stop, timeout abort or
-max-requests restart (`sys.exit`), so a decision is not lost at shutdown.
+max-requests restart (`sys.exit`), so a decision is not lost at shutdown. Only a
+worker killed outright (SIGKILL, OOM) loses what is waiting: at most `interval`
+seconds or `max_lines` lines.
 """
 
 from __future__ import annotations
