@@ -223,13 +223,19 @@ def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int
     for _, _, _, alternatives, counts in requests:
         if not alternatives:
             continue
+        if len(alternatives) == 1:  # an exact request or a lone subrequest: charged as needed
+            cls = str(alternatives[0].get("deviceClassName", ""))
+            n = counts[0] or ALL_MODE_QUOTA_CHARGE
+            need[cls] = need.get(cls, 0) + n
+            charge[cls] = charge.get(cls, 0) + n
+            continue
         largest: dict[str, int] = {}
         for alternative, count in zip(alternatives, counts, strict=True):
             cls = str(alternative.get("deviceClassName", ""))
             n = count or ALL_MODE_QUOTA_CHARGE
             if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
                 largest[cls] = n
-        first = str(alternatives[0].get("deviceClassName", ""))
+        first = next(iter(largest))  # the first alternative's class
         need[first] = need.get(first, 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
         for cls, n in largest.items():
             charge[cls] = charge.get(cls, 0) + n
@@ -395,4 +401,7 @@ def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _per_class(counter: dict[str, int]) -> str:
-    return ", ".join([f"{cls} {n}" for cls, n in counter.items()])
+    parts = []
+    for cls, n in counter.items():  # a loop: no comprehension call (Python 3.11)
+        parts.append(f"{cls} {n}")
+    return ", ".join(parts)
