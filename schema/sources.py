@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Literal
 
 import yaml
 
-from draguard.schema import blockyaml
+from draguard.schema import blockyaml, jsondecode
 from draguard.schema.blockyaml import Lines
 from draguard.schema.paths import Segment
 from draguard.schema.yamlevents import Positions, load_with_positions
@@ -233,7 +233,7 @@ def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
     """
     try:
         if chunk.format == "json":
-            return Parsed(json.loads(chunk.text), None)
+            return Parsed(jsondecode.loads(chunk.text), None)
         value = blockyaml.load(chunk.text)
         if value is not None:
             return Parsed(value, Lines(chunk.text))

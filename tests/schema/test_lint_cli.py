@@ -487,3 +487,15 @@ def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
     bad = _write(tmp_path, "bad.yaml", BAD)
     code = lint_cli.main([bad], stdout=_ClosedPipe(), stderr=io.StringIO())
     assert code == 1
+
+
+def test_a_lone_surrogate_in_json_is_read_as_the_apiserver_reads_it(tmp_path: Path) -> None:
+    """`"\\ud800"` decodes to U+FFFD in Go; it must not crash the annotation size rule."""
+    text = (
+        '{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "a",'
+        ' "annotations": {"note": "\\ud800"}}, "spec": {"devices": {"requests": [{"name": "r",'
+        ' "exactly": {"deviceClassName": "gpu.example.com"}}]}}}'
+    )
+    code, out, _ = _run(["--output", "json", _write(tmp_path, "claim.json", text)])
+    assert code == 0
+    assert json.loads(out)["results"][0]["valid"] is True
