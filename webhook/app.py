@@ -90,12 +90,9 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
             log.warning("TLS certificate not loaded: %s", exc)
     app.extensions["draguard"] = state
 
-    from draguard.webhook.fastpath import FastPath
     from draguard.webhook.routes import blueprint
 
     app.register_blueprint(blueprint)
-    # Ordinary reviews skip Flask's request machinery; everything else goes through it.
-    app.wsgi_app = FastPath(app, state)  # type: ignore[method-assign]
     return app
 
 

@@ -98,10 +98,7 @@ def _admit(endpoint: str) -> Response:
 
 
 def judge(state: WebhookState, endpoint: str, body: bytes, started: float) -> tuple[int, str]:
-    """Status and JSON body for a review whose body has been read; counted and logged.
-
-    Shared by the Flask route and `draguard.webhook.fastpath`, so both answer alike.
-    """
+    """Status and JSON body for a review whose body has been read; counted and logged."""
     try:
         review = parse_review(body)
     except BadReview as exc:
