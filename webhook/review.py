@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from draguard.schema import jsondecode
 from draguard.schema.errors import FieldError, aggregate_message, go_quote
 from draguard.schema.options import Options
 from draguard.schema.releases import DEFAULT_RELEASE, GROUP, Release
@@ -110,7 +111,7 @@ def parse_review(body: bytes) -> Review:
     except UnicodeDecodeError as exc:
         raise BadReview(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
     try:
-        doc = json.loads(text)
+        doc = jsondecode.loads(text)  # a lone surrogate escape reads as U+FFFD, as in Go
     except (ValueError, RecursionError) as exc:
         raise BadReview(f"body is not JSON: {exc}") from None
     if not isinstance(doc, dict):

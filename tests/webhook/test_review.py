@@ -303,3 +303,16 @@ def test_mutate_ignores_update() -> None:
     review = parse_review(encode(review_doc(operation="UPDATE", oldObject=CLAIM)))
     answer = answer_mutate(review, rules=rules, failure_mode="open")
     assert answer.allowed and answer.decision == "ignored" and not calls
+
+
+def test_a_lone_surrogate_escape_reads_as_go_reads_it() -> None:
+    """`\\ud800` in a review decodes to U+FFFD (Go's encoding/json); the rules then judge it."""
+    claim = copy.deepcopy(CLAIM)
+    claim.setdefault("metadata", {})["annotations"] = {"note": "\udc80"}
+    body = json.dumps(review_doc(object=claim)).encode()  # ASCII: the surrogate escaped
+    assert b"\\udc80" in body
+    review = parse_review(body)
+    assert review.object is not None
+    assert review.object["metadata"]["annotations"] == {"note": "\ufffd"}
+    answer = answer_validate(review, rules=RuleSet(release=release("1.35")), failure_mode="closed")
+    assert answer.decision == "allowed"
