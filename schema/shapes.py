@@ -181,7 +181,12 @@ _DROP = object()
 # _DROP) and appends findings. Readers are compiled once per node, so the per-field
 # work is one dict lookup and, for the many string fields, an inline type test; the
 # child path is built only for a container (its items need it) or a finding.
-Reader = Callable[[Any, Parts, list[FieldError]], Any]
+#
+# Inside the reader a path is linked: `(parent, segment)`, down to a root `(parts,)`
+# holding the flat parts `read` was given. A child is then a pair whatever its depth,
+# where a flat tuple copies every segment above it; `_flat` undoes it for a finding.
+Linked = tuple[Any, ...]
+Reader = Callable[[Any, Linked, list[FieldError]], Any]
 
 _READERS: dict[tuple[int, str], tuple[Node, Reader]] = {}
 _READERS_MAX = 512  # nodes are few and cached (document_node); a bound for callers' own
@@ -190,7 +195,7 @@ _READERS_MAX = 512  # nodes are few and cached (document_node); a bound for call
 def read(value: Any, node: Node, path: FieldPath, api_version: str) -> Reading:
     """Check `value` against `node`; return the clean copy and Unknown/Malformed findings."""
     findings: list[FieldError] = []
-    clean = _reader(node, api_version)(value, path.parts, findings)
+    clean = _reader(node, api_version)(value, (path.parts,), findings)
     return Reading(None if clean is _DROP else clean, findings)
 
 
@@ -228,9 +233,9 @@ def _object_reader(node: Obj, api_version: str) -> Reader:
     unknown = f"{api_version} {node.type_name} has no such field"
     is_open = node.open
 
-    def read_object(value: Any, path: Parts, out: list[FieldError]) -> Any:
+    def read_object(value: Any, path: Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
-            out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
+            out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
             return _DROP
         result: dict[Any, Any] = {}
         for key, item in value.items():
@@ -240,7 +245,7 @@ def _object_reader(node: Obj, api_version: str) -> Reader:
                 if is_open:
                     result[str(key)] = item
                 else:
-                    out.append(unknown_field(FieldPath((*path, str(key))), unknown))
+                    out.append(unknown_field(_flat((path, str(key))), unknown))
             elif item is None:
                 if key in keeps_null:
                     result[key] = None
@@ -249,7 +254,7 @@ def _object_reader(node: Obj, api_version: str) -> Reader:
             ):
                 result[key] = item  # a well-typed string or integer: checked inline, no call
             else:
-                clean = step(item, (*path, key), out)
+                clean = step(item, (path, key), out)
                 if clean is not _DROP:
                     result[key] = clean
         return result
@@ -260,16 +265,16 @@ def _object_reader(node: Obj, api_version: str) -> Reader:
 def _list_reader(item_reader: Reader) -> Reader:
     strings = item_reader is _read_string
 
-    def read_list(value: Any, path: Parts, out: list[FieldError]) -> Any:
+    def read_list(value: Any, path: Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, list):
-            out.append(malformed(FieldPath(path), f"expected array, got {json_type(value)}"))
+            out.append(malformed(_flat(path), f"expected array, got {json_type(value)}"))
             return _DROP
         items: list[Any] = []
         for i, item in enumerate(value):
             if strings and isinstance(item, str):
                 items.append(item)
                 continue
-            clean = item_reader(item, (*path, i), out)
+            clean = item_reader(item, (path, i), out)
             # A malformed item keeps its slot (as null) so later indexes stay the user's.
             items.append(None if clean is _DROP else clean)
         return items
@@ -280,9 +285,9 @@ def _list_reader(item_reader: Reader) -> Reader:
 def _map_reader(value_reader: Reader) -> Reader:
     strings = value_reader is _read_string
 
-    def read_map(value: Any, path: Parts, out: list[FieldError]) -> Any:
+    def read_map(value: Any, path: Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
-            out.append(malformed(FieldPath(path), f"expected object, got {json_type(value)}"))
+            out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
             return _DROP
         result = {}
         for key, item in value.items():
@@ -290,7 +295,7 @@ def _map_reader(value_reader: Reader) -> Reader:
                 result[key] = item  # the common label: str(key) would be `key` itself
                 continue
             name = str(key)
-            clean = value_reader(item, (*path, MapKey(name)), out)
+            clean = value_reader(item, (path, MapKey(name)), out)
             if clean is not _DROP:
                 result[name] = clean
         return result
@@ -298,22 +303,32 @@ def _map_reader(value_reader: Reader) -> Reader:
     return read_map
 
 
-def _read_string(value: Any, path: Parts, out: list[FieldError]) -> Any:
+def _flat(path: Linked) -> FieldPath:
+    """The FieldPath of a linked path (only for a finding, so rarely)."""
+    segments: list[Segment] = []
+    while len(path) == 2:
+        path, segment = path
+        segments.append(segment)
+    segments.reverse()
+    return FieldPath((*path[0], *segments))
+
+
+def _read_string(value: Any, path: Linked, out: list[FieldError]) -> Any:
     if isinstance(value, str):
         return value
-    out.append(malformed(FieldPath(path), f"expected string, got {json_type(value)}"))
+    out.append(malformed(_flat(path), f"expected string, got {json_type(value)}"))
     return _DROP
 
 
-def _read_any(value: Any, path: Parts, out: list[FieldError]) -> Any:
+def _read_any(value: Any, path: Linked, out: list[FieldError]) -> Any:
     return value
 
 
-def _read_integer(value: Any, path: Parts, out: list[FieldError]) -> Any:
+def _read_integer(value: Any, path: Linked, out: list[FieldError]) -> Any:
     return _read_scalar(value, path, out, node=INTEGER)
 
 
-def _read_scalar(value: Any, path: Parts, out: list[FieldError], *, node: Scalar) -> Any:
+def _read_scalar(value: Any, path: Linked, out: list[FieldError], *, node: Scalar) -> Any:
     kind = node.kind
     if kind in ("any", "raw"):
         return value
@@ -324,17 +339,17 @@ def _read_scalar(value: Any, path: Parts, out: list[FieldError], *, node: Scalar
     elif kind == "integer":
         ok = isinstance(value, int) and not isinstance(value, bool)
         if ok and not _INT64_MIN <= value <= _INT64_MAX:
-            out.append(malformed(FieldPath(path), "integer out of int64 range"))
+            out.append(malformed(_flat(path), "integer out of int64 range"))
             return _DROP
     else:  # quantity: a number or a string in Kubernetes quantity syntax
         if isinstance(value, int | float) and not isinstance(value, bool):
             return value
         ok = isinstance(value, str) and bool(_QUANTITY_RE.fullmatch(value))
         if isinstance(value, str) and not ok:
-            out.append(malformed(FieldPath(path), f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
+            out.append(malformed(_flat(path), f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
             return _DROP
     if not ok:
-        out.append(malformed(FieldPath(path), f"expected {kind}, got {json_type(value)}"))
+        out.append(malformed(_flat(path), f"expected {kind}, got {json_type(value)}"))
         return _DROP
     return value
 
