@@ -241,22 +241,28 @@ def _object_reader(node: Obj, api_version: str) -> Reader:
         for key, item in value.items():
             # Only a str equals a field name, so a key of another type finds nothing.
             step = plan.get(key)
-            if step is None:
+            # The common fields first: a well-typed string or integer is checked inline.
+            if step is _read_string:
+                if isinstance(item, str):
+                    result[key] = item
+                    continue
+            elif step is _read_integer:
+                if type(item) is int and _INT64_MIN <= item <= _INT64_MAX:
+                    result[key] = item
+                    continue
+            elif step is None:
                 if is_open:
                     result[str(key)] = item
                 else:
                     out.append(unknown_field(_flat((path, str(key))), unknown))
-            elif item is None:
+                continue
+            if item is None:
                 if key in keeps_null:
                     result[key] = None
-            elif (step is _read_string and isinstance(item, str)) or (
-                step is _read_integer and type(item) is int and _INT64_MIN <= item <= _INT64_MAX
-            ):
-                result[key] = item  # a well-typed string or integer: checked inline, no call
-            else:
-                clean = step(item, (path, key), out)
-                if clean is not _DROP:
-                    result[key] = clean
+                continue
+            clean = step(item, (path, key), out)
+            if clean is not _DROP:
+                result[key] = clean
         return result
 
     return read_object
