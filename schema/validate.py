@@ -8,7 +8,7 @@ never raise for bad input. The webhook, the linter and the converter all call th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -451,20 +451,42 @@ def _verdict(
 ) -> Verdict:
     meta = prepared.document.get("metadata", {})
     doc_type = prepared.doc_type
-    # Positional, in field order: nine keyword arguments cost more than the rest of this.
-    return Verdict(
-        doc_type.kind,
-        doc_type.api_version,
-        meta.get("name") or meta.get("generateName"),
-        meta.get("namespace"),
-        doc_type.shape,
-        tuple(errors),
-        False,  # skipped
-        "",  # skip_reason
-        prepared.document,  # internal
-        tuple(prepared.dropped),
-        warnings,
-    )
+    # Each slot set through its descriptor: a frozen dataclass's __init__ goes through
+    # object.__setattr__ by name per field, which costs about twice as much (~0.6 µs).
+    verdict = _new_verdict(Verdict)
+    _set_kind(verdict, doc_type.kind)
+    _set_api_version(verdict, doc_type.api_version)
+    _set_name(verdict, meta.get("name") or meta.get("generateName"))
+    _set_namespace(verdict, meta.get("namespace"))
+    _set_shape(verdict, doc_type.shape)
+    _set_errors(verdict, tuple(errors))
+    _set_skipped(verdict, False)
+    _set_skip_reason(verdict, "")
+    _set_internal(verdict, prepared.document)
+    _set_dropped(verdict, tuple(prepared.dropped))
+    _set_warnings(verdict, warnings)
+    return verdict
+
+
+def _slot_setter(name: str) -> Callable[[Verdict, Any], None]:
+    setter: Callable[[Verdict, Any], None] = vars(Verdict)[name].__set__
+    return setter
+
+
+_new_verdict = object.__new__
+_set_kind = _slot_setter("kind")
+_set_api_version = _slot_setter("api_version")
+_set_name = _slot_setter("name")
+_set_namespace = _slot_setter("namespace")
+_set_shape = _slot_setter("shape")
+_set_errors = _slot_setter("errors")
+_set_skipped = _slot_setter("skipped")
+_set_skip_reason = _slot_setter("skip_reason")
+_set_internal = _slot_setter("internal")
+_set_dropped = _slot_setter("dropped")
+_set_warnings = _slot_setter("warnings")
+# Every field must be set above: a slot left out would raise AttributeError on reading.
+assert len(Verdict.__slots__) == 11
 
 
 def _skipped(obj: Any) -> Verdict:
