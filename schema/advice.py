@@ -203,13 +203,6 @@ def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iter
 # -- quota-charge, devices-over-32, combinations -------------------------------------------
 
 
-def _device_count(request: dict[str, Any], mode_all: int) -> int:
-    if request.get("allocationMode") == "All":
-        return mode_all
-    count = request.get("count", 1)
-    return count if isinstance(count, int) and count > 0 else 1
-
-
 def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int]]:
     """(charge per class, first-choice need per class) under core ResourceQuota semantics.
 
@@ -379,25 +372,27 @@ def _requests(devices: dict[str, Any]) -> list[Request]:
     out: list[Request] = []
     for i, request in enumerate(items):
         if isinstance(request, dict):
-            subs = _subrequests(request)
-            exact = request.get("exactly")
-            alternatives = subs or ([exact] if isinstance(exact, dict) else [])
+            # `_subrequests` and `_device_count` inline: this runs for every request.
+            subs: list[dict[str, Any]] = []
+            listed = request.get("firstAvailable")
+            if listed and isinstance(listed, list):
+                for sub in listed:
+                    if isinstance(sub, dict):
+                        subs.append(sub)
+            if subs:
+                alternatives = subs
+            else:
+                exact = request.get("exactly")
+                alternatives = [exact] if isinstance(exact, dict) else []
             counts = []
             for alternative in alternatives:
-                counts.append(_device_count(alternative, 0))
+                if alternative.get("allocationMode") == "All":
+                    counts.append(0)
+                    continue
+                count = alternative.get("count", 1)
+                counts.append(count if isinstance(count, int) and count > 0 else 1)
             out.append((i, request, subs, alternatives, counts))
     return out
-
-
-def _subrequests(request: dict[str, Any]) -> list[dict[str, Any]]:
-    subs = request.get("firstAvailable")
-    if not subs or not isinstance(subs, list):
-        return []
-    found = []
-    for sub in subs:
-        if isinstance(sub, dict):
-            found.append(sub)
-    return found
 
 
 def _per_class(counter: dict[str, int]) -> str:
