@@ -123,10 +123,14 @@ def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode)
 def _reject_transport(state: WebhookState) -> tuple[int, str, str] | None:
     """Status, message and decision label for a request refused before reading the body."""
     limit = state.config.max_body_bytes
-    if request.content_length is not None and request.content_length > limit:
+    length = request.content_length
+    if length is not None and length > limit:
         return 413, f"body larger than {limit} bytes", "too_large"
-    if request.mimetype not in JSON_TYPES:
-        shown = request.mimetype or "none"
+    # The media type as werkzeug's `request.mimetype` gives it, without its full
+    # parameter parser on every review (parameters such as charset do not matter here).
+    mimetype = request.environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+    if mimetype not in JSON_TYPES:
+        shown = mimetype or "none"
         return 415, f"content type must be application/json, not {shown}", "unsupported_media_type"
     return None
 
