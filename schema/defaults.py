@@ -24,26 +24,30 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
         if not isinstance(request, dict):
             continue
         if version == "v1beta1":
-            # §4.2: request-level allocation defaults only for a flat request with a class.
-            if request.get("deviceClassName", ""):
-                default_allocation(request)
-            default_tolerations(request)
+            default_flat_request(request)
         else:
             exactly = request.get("exactly")
             if isinstance(exactly, dict):  # §4.1: an empty `exactly: {}` is defaulted too
-                _default_device_fields(exactly)
+                default_device_fields(exactly)
         subs = request.get("firstAvailable")
         if subs and isinstance(subs, list):
             for sub in subs:
                 if isinstance(sub, dict):
-                    _default_device_fields(sub)
+                    default_device_fields(sub)
     if "prioritizedRequests" in devices:
         for option_list in _prioritized_options(devices):
             for sub in option_list:
-                _default_device_fields(sub)
+                default_device_fields(sub)
 
 
-def _default_device_fields(request: dict[str, Any]) -> None:
+def default_flat_request(request: dict[str, Any]) -> None:
+    """§4.2: request-level allocation defaults only for a flat request with a class."""
+    if request.get("deviceClassName", ""):
+        default_allocation(request)
+    default_tolerations(request)
+
+
+def default_device_fields(request: dict[str, Any]) -> None:
     """Both defaults of an exact request or a subrequest."""
     default_allocation(request)
     if "tolerations" in request:
@@ -54,15 +58,21 @@ def _default_device_fields(request: dict[str, Any]) -> None:
 # an exact request or a subrequest. A default goes in before these, as upstream's JSON
 # prints it, so that a converted file reads `allocationMode`, then `count`.
 _GO_ORDER_AFTER_MODE = ("count", "adminAccess", "firstAvailable", "tolerations", "capacity")
-_AFTER_ALLOCATION_MODE = frozenset(_GO_ORDER_AFTER_MODE)
+AFTER_ALLOCATION_MODE = frozenset(_GO_ORDER_AFTER_MODE)
 _AFTER_COUNT = frozenset(_GO_ORDER_AFTER_MODE[1:])
 
 
 def default_allocation(request: dict[str, Any]) -> None:
     """allocationMode "" → ExactCount, then ExactCount with count 0 → 1 (§4.1)."""
     if not request.get("allocationMode", ""):
-        _put(request, "allocationMode", EXACT_COUNT, _AFTER_ALLOCATION_MODE)
-    if request["allocationMode"] == EXACT_COUNT and not request.get("count", 0):
+        _put(request, "allocationMode", EXACT_COUNT, AFTER_ALLOCATION_MODE)
+    if request["allocationMode"] == EXACT_COUNT:
+        default_count(request)
+
+
+def default_count(request: dict[str, Any]) -> None:
+    """The second half of `default_allocation`, for an ExactCount request: count 0 → 1."""
+    if not request.get("count", 0):
         _put(request, "count", 1, _AFTER_COUNT)
 
 

@@ -28,7 +28,6 @@ from draguard.schema.conversion import (
     spec_v1beta1_to_hub,
 )
 from draguard.schema.conversion import PARALLEL_KEY as _PARALLEL
-from draguard.schema.defaults import default_claim_spec
 from draguard.schema.errors import (
     ErrorType,
     FieldError,
@@ -101,7 +100,8 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     """Read, default (§4), convert (§5.2) and drop gated fields (§3.8), as the apiserver does."""
     release = options.release
     node, api_version, known = _plan(doc_type, release)
-    reading = read(obj, node, _ROOT, api_version)
+    # Reading also defaults (§4, as `default_claim_spec` would once the copy is made).
+    reading = read(obj, node, _ROOT, api_version, defaulting=True)
     document: dict[str, Any] = reading.value if isinstance(reading.value, dict) else {}
     findings = reading.findings
     if not known:
@@ -122,7 +122,6 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
         devices = claim_spec.get("devices", {})
         nested, origins = parallel_to_nested(devices, decode_order(meta.get("annotations")))
         claim_spec["devices"] = nested
-    default_claim_spec(claim_spec, doc_type.version)
     if doc_type.version == "v1beta1":
         claim_spec = spec_v1beta1_to_hub(claim_spec)
         holder["spec"] = claim_spec
