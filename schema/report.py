@@ -14,13 +14,16 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One upstream error in a document, located in the user's own file (`contract.md` §3)."""
+class Finding(NamedTuple):
+    """One upstream error in a document, located in the user's own file (`contract.md` §3).
+
+    A named tuple rather than a frozen dataclass, as `LintWarning`: lint makes one or
+    two per document, and a frozen dataclass sets each field through `object.__setattr__`.
+    """
 
     field: str
     type: str
@@ -29,8 +32,7 @@ class Finding:
     column: int
 
 
-@dataclass(frozen=True, slots=True)
-class LintWarning:
+class LintWarning(NamedTuple):
     """A finding beyond upstream's rules: a stable kebab-case `code`; exit 0 unless asked."""
 
     field: str
