@@ -17,7 +17,6 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import replace
 from typing import Any
 
 from draguard.schema import errors
@@ -289,7 +288,7 @@ def cross_check(
                 LintWarning(a.field, a.code, a.message, *located.place([prefix + a.path.parts]))
                 for a in advice
             )
-            out[k] = replace(out[k], warnings=warnings, skipped=False, skip_reason="")
+            out[k] = out[k]._replace(warnings=warnings, skipped=False, skip_reason="")
     return out
 
 

@@ -12,7 +12,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -42,8 +42,7 @@ class LintWarning(NamedTuple):
     column: int
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentResult:
+class DocumentResult(NamedTuple):
     """The outcome for one object: a document, or one item of a `kind: List` document.
 
     `document` is the position of the document in its file (`sources.Chunk.index`);
@@ -87,7 +86,7 @@ class Report:
     def add(self, result: DocumentResult) -> None:
         if self.disabled and result.warnings:
             kept = tuple(w for w in result.warnings if w.code not in self.disabled)
-            result = replace(result, warnings=kept)
+            result = result._replace(warnings=kept)
         self.results.append(result)
 
     def extend(self, results: Iterable[DocumentResult]) -> None:
