@@ -8,7 +8,7 @@ verdict; front ends decide whether it fails a run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -120,6 +120,29 @@ def advise_claim_spec(
 def _give(out: list[Advice], advice: Advice | None) -> None:
     if advice is not None:
         out.append(advice)
+
+
+def _slot_setter(name: str) -> Callable[[Advice, Any], None]:
+    setter: Callable[[Advice, Any], None] = vars(Advice)[name].__set__
+    return setter
+
+
+_new_advice = object.__new__
+_set_path = _slot_setter("path")
+_set_code = _slot_setter("code")
+_set_message = _slot_setter("message")
+_set_release_note = _slot_setter("release_note")
+
+
+def _advice(path: FieldPath, code: str, message: str) -> Advice:
+    """`Advice(path, code, message)` for the checks that fire on most claims: each slot set
+    through its descriptor, where a frozen dataclass sets each by name (half the cost)."""
+    advice = _new_advice(Advice)
+    _set_path(advice, path)
+    _set_code(advice, code)
+    _set_message(advice, message)
+    _set_release_note(advice, False)
+    return advice
 
 
 # -- config-names-parent ------------------------------------------------------------------
@@ -243,7 +266,7 @@ def check_quota_charge(
     if charged <= needed:
         return None
     unit = "per pod " if per_pod else ""
-    return Advice(
+    return _advice(
         dpath.child("requests"),
         "quota-charge",
         f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
@@ -318,7 +341,7 @@ def check_counts_differ(
         return None
     shown = ", ".join(["All" if c == 0 else str(c) for c in counts])
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
-    return Advice(
+    return _advice(
         rpath.child("firstAvailable"),
         "alternative-counts-differ",
         f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "
