@@ -187,6 +187,10 @@ class _Remembered:
     prepared: Prepared  # read-only from here on
 
 
+# Built once: json.dumps with arguments other than the defaults builds an encoder per call.
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
 class _SpecMemo:
     """A bounded memo of spec verdicts, keyed by the canonical JSON of all but `metadata`.
 
@@ -210,7 +214,7 @@ class _SpecMemo:
         )
         labels = options.namespace_labels
         try:
-            return json.dumps(
+            return _canonical(
                 [
                     {k: v for k, v in obj.items() if k != "metadata"},
                     relevant,
@@ -218,9 +222,7 @@ class _SpecMemo:
                     options.kubernetes_patch,
                     sorted(options.profiles),
                     None if labels is None else sorted(labels.items()),
-                ],
-                sort_keys=True,
-                separators=(",", ":"),
+                ]
             )
         except (TypeError, ValueError, RecursionError):  # not plain JSON: validate without the memo
             return None
