@@ -8,13 +8,14 @@ verdict; front ends decide whether it fails a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
+from draguard.schema.slots import slot_setter
 
 IGNORE_ANNOTATION = "draguard.io/ignore"
 MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
@@ -122,16 +123,11 @@ def _give(out: list[Advice], advice: Advice | None) -> None:
         out.append(advice)
 
 
-def _slot_setter(name: str) -> Callable[[Advice, Any], None]:
-    setter: Callable[[Advice, Any], None] = vars(Advice)[name].__set__
-    return setter
-
-
 _new_advice = object.__new__
-_set_path = _slot_setter("path")
-_set_code = _slot_setter("code")
-_set_message = _slot_setter("message")
-_set_release_note = _slot_setter("release_note")
+_set_path = slot_setter(Advice, "path")
+_set_code = slot_setter(Advice, "code")
+_set_message = slot_setter(Advice, "message")
+_set_release_note = slot_setter(Advice, "release_note")
 
 
 def _advice(path: FieldPath, code: str, message: str) -> Advice:

@@ -8,7 +8,7 @@ never raise for bad input. The webhook, the linter and the converter all call th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -44,6 +44,7 @@ from draguard.schema.paths import FieldPath
 from draguard.schema.releases import Release
 from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
 from draguard.schema.shapes import DocumentType, Obj, document_node, identify, read
+from draguard.schema.slots import slot_setter
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
@@ -469,23 +470,18 @@ def _verdict(
     return verdict
 
 
-def _slot_setter(name: str) -> Callable[[Verdict, Any], None]:
-    setter: Callable[[Verdict, Any], None] = vars(Verdict)[name].__set__
-    return setter
-
-
 _new_verdict = object.__new__
-_set_kind = _slot_setter("kind")
-_set_api_version = _slot_setter("api_version")
-_set_name = _slot_setter("name")
-_set_namespace = _slot_setter("namespace")
-_set_shape = _slot_setter("shape")
-_set_errors = _slot_setter("errors")
-_set_skipped = _slot_setter("skipped")
-_set_skip_reason = _slot_setter("skip_reason")
-_set_internal = _slot_setter("internal")
-_set_dropped = _slot_setter("dropped")
-_set_warnings = _slot_setter("warnings")
+_set_kind = slot_setter(Verdict, "kind")
+_set_api_version = slot_setter(Verdict, "api_version")
+_set_name = slot_setter(Verdict, "name")
+_set_namespace = slot_setter(Verdict, "namespace")
+_set_shape = slot_setter(Verdict, "shape")
+_set_errors = slot_setter(Verdict, "errors")
+_set_skipped = slot_setter(Verdict, "skipped")
+_set_skip_reason = slot_setter(Verdict, "skip_reason")
+_set_internal = slot_setter(Verdict, "internal")
+_set_dropped = slot_setter(Verdict, "dropped")
+_set_warnings = slot_setter(Verdict, "warnings")
 # Every field must be set above: a slot left out would raise AttributeError on reading.
 assert len(Verdict.__slots__) == 11
 
