@@ -15,6 +15,7 @@ import strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from draguard.schema.conversion import FLAT_FIELDS
 from draguard.schema.defaults import default_claim_spec
 from draguard.schema.paths import FieldPath
 from draguard.schema.releases import RELEASES
@@ -29,20 +30,7 @@ REQUEST_VALUES = st.one_of(
     st.lists(st.dictionaries(st.sampled_from(["key", "operator", "cel"]), st.text(max_size=3)), max_size=2),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
-REQUEST_KEYS = st.sampled_from(
-    [
-        "name",
-        "deviceClassName",
-        "selectors",
-        "allocationMode",
-        "count",
-        "adminAccess",
-        "tolerations",
-        "capacity",
-        "firstAvailable",
-        "extra",
-    ]
-)
+REQUEST_KEYS = st.sampled_from(["name", *FLAT_FIELDS, "firstAvailable", "extra"])
 
 
 def _rendered(reading: Any) -> str:
