@@ -258,9 +258,7 @@ def renewal_reason(
     paths = StatePaths.of(state_dir)
     ca = load_authority(paths, now=now)
     leaf = load_pair(paths.tls_cert, paths.tls_key)
-    return _leaf_reason(
-        leaf, ca, service=service, namespace=namespace, extra_sans=extra_sans, now=now
-    )
+    return _leaf_reason(leaf, ca, _Wanted(service, namespace, extra_sans=extra_sans, now=now))
 
 
 def check(
@@ -337,18 +335,10 @@ def create_certificates(
     now: dt.datetime | None = None,
 ) -> Ensured:
     """Make a new CA and serving certificate, replacing whatever the folder held."""
+    wanted = _Wanted(service, namespace, key_type, ca_days, leaf_days, extra_sans, now)
     paths = _prepare(state_dir)
     with _locked(paths):
-        return _create(
-            paths,
-            service=service,
-            namespace=namespace,
-            key_type=key_type,
-            ca_days=ca_days,
-            leaf_days=leaf_days,
-            extra_sans=extra_sans,
-            now=now,
-        )
+        return _create(paths, wanted)
 
 
 def ensure_certificates(
@@ -373,58 +363,21 @@ def ensure_certificates(
     `on_broken="raise"` (the CLI's `init` without `--force`). The key type of reused
     files is whatever they were made with.
     """
+    wanted = _Wanted(service, namespace, key_type, ca_days, leaf_days, extra_sans, now)
     paths = _prepare(state_dir)
     # Look before locking: good files in a read-only folder (a mounted Secret) are
     # reused without ever needing to create the lock file.
     ca = _usable_ca(paths, on_broken=on_broken, now=now)
-    if (
-        ca is not None
-        and _usable_leaf_reason(
-            paths,
-            ca,
-            service=service,
-            namespace=namespace,
-            extra_sans=extra_sans,
-            on_broken=on_broken,
-            now=now,
-        )
-        is None
-    ):
+    if ca is not None and _usable_leaf_reason(paths, ca, wanted, on_broken) is None:
         return Ensured(paths, "reused")
     with _locked(paths):
         ca = _usable_ca(paths, on_broken=on_broken, now=now)
         if ca is None:
-            return _create(
-                paths,
-                service=service,
-                namespace=namespace,
-                key_type=key_type,
-                ca_days=ca_days,
-                leaf_days=leaf_days,
-                extra_sans=extra_sans,
-                now=now,
-            )
-        reason = _usable_leaf_reason(
-            paths,
-            ca,
-            service=service,
-            namespace=namespace,
-            extra_sans=extra_sans,
-            on_broken=on_broken,
-            now=now,
-        )
+            return _create(paths, wanted)
+        reason = _usable_leaf_reason(paths, ca, wanted, on_broken)
         if reason is None:  # another process made them while we waited for the lock
             return Ensured(paths, "reused")
-        _issue_leaf(
-            paths,
-            ca,
-            service=service,
-            namespace=namespace,
-            key_type=key_type,
-            leaf_days=leaf_days,
-            extra_sans=extra_sans,
-            now=now,
-        )
+        _issue_leaf(paths, ca, wanted)
         return Ensured(paths, "leaf-issued", reason)
 
 
@@ -449,67 +402,51 @@ def renew(
     paths = StatePaths.of(state_dir)
     with _locked(paths):
         ca = load_authority(paths, now=now)
-        return _issue_leaf(
-            paths,
-            ca,
-            service=service,
-            namespace=namespace,
-            key_type=key_type or _current_key_type(paths, ca),
-            leaf_days=leaf_days,
-            extra_sans=extra_sans,
-            now=now,
-        )
+        wanted = _Wanted(service, namespace, key_type or _current_key_type(paths, ca),
+                         leaf_days=leaf_days, extra_sans=extra_sans, now=now)
+        return _issue_leaf(paths, ca, wanted)
 
 
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _create(
-    paths: StatePaths,
-    *,
-    service: str,
-    namespace: str,
-    key_type: KeyType,
-    ca_days: int,
-    leaf_days: int,
-    extra_sans: tuple[str, ...],
-    now: dt.datetime | None,
-) -> Ensured:
-    ca = issue_ca(key_type=key_type, valid_days=ca_days, now=now)
-    leaf = issue_serving_cert(
-        ca,
-        service=service,
-        namespace=namespace,
-        key_type=key_type,
-        valid_days=leaf_days,
-        extra_sans=extra_sans,
-        now=now,
-    )
+@dataclass(frozen=True)
+class _Wanted:
+    """What the folder's certificates are to be: the Service's names, key type, lifetimes.
+
+    The public functions take these as keywords; their helpers pass this one value.
+    """
+
+    service: str
+    namespace: str
+    key_type: KeyType = "ecdsa"
+    ca_days: int = DEFAULT_CA_DAYS
+    leaf_days: int = DEFAULT_LEAF_DAYS
+    extra_sans: tuple[str, ...] = ()
+    now: dt.datetime | None = None
+
+    def serving_cert(self, ca: PemPair) -> PemPair:
+        return issue_serving_cert(
+            ca,
+            service=self.service,
+            namespace=self.namespace,
+            key_type=self.key_type,
+            valid_days=self.leaf_days,
+            extra_sans=self.extra_sans,
+            now=self.now,
+        )
+
+
+def _create(paths: StatePaths, wanted: _Wanted) -> Ensured:
+    ca = issue_ca(key_type=wanted.key_type, valid_days=wanted.ca_days, now=wanted.now)
+    leaf = wanted.serving_cert(ca)
     write_pair(paths.ca_cert, paths.ca_key, ca)
     write_pair(paths.tls_cert, paths.tls_key, leaf)
     return Ensured(paths, "created", "new CA and serving certificate")
 
 
-def _issue_leaf(
-    paths: StatePaths,
-    ca: CertifiedKey,
-    *,
-    service: str,
-    namespace: str,
-    key_type: KeyType,
-    leaf_days: int,
-    extra_sans: tuple[str, ...],
-    now: dt.datetime | None,
-) -> CertifiedKey:
-    leaf = issue_serving_cert(
-        PemPair(ca.cert_pem, ca.key_pem),
-        service=service,
-        namespace=namespace,
-        key_type=key_type,
-        valid_days=leaf_days,
-        extra_sans=extra_sans,
-        now=now,
-    )
+def _issue_leaf(paths: StatePaths, ca: CertifiedKey, wanted: _Wanted) -> CertifiedKey:
+    leaf = wanted.serving_cert(PemPair(ca.cert_pem, ca.key_pem))
     write_pair(paths.tls_cert, paths.tls_key, leaf)
     return parse_pair(
         leaf.cert_pem,
@@ -533,14 +470,7 @@ def _usable_ca(
 
 
 def _usable_leaf_reason(
-    paths: StatePaths,
-    ca: CertifiedKey,
-    *,
-    service: str,
-    namespace: str,
-    extra_sans: tuple[str, ...],
-    on_broken: OnBroken,
-    now: dt.datetime | None,
+    paths: StatePaths, ca: CertifiedKey, wanted: _Wanted, on_broken: OnBroken
 ) -> str | None:
     if not paths.tls_cert.exists() and not paths.tls_key.exists():
         return "no serving certificate yet"
@@ -550,22 +480,12 @@ def _usable_leaf_reason(
         if on_broken == "raise":
             raise
         return str(exc)
-    return _leaf_reason(
-        leaf, ca, service=service, namespace=namespace, extra_sans=extra_sans, now=now
-    )
+    return _leaf_reason(leaf, ca, wanted)
 
 
-def _leaf_reason(
-    leaf: CertifiedKey,
-    ca: CertifiedKey,
-    *,
-    service: str,
-    namespace: str,
-    extra_sans: tuple[str, ...] = (),
-    now: dt.datetime | None,
-) -> str | None:
-    names = service_dns_names(service, namespace)
-    missing = [name for name in (*names, *extra_sans) if name not in leaf.sans]
+def _leaf_reason(leaf: CertifiedKey, ca: CertifiedKey, wanted: _Wanted) -> str | None:
+    names, now = service_dns_names(wanted.service, wanted.namespace), wanted.now
+    missing = [name for name in (*names, *wanted.extra_sans) if name not in leaf.sans]
     if missing:
         return f"the serving certificate lacks the names {', '.join(missing)}"
     problem = chain_problem(leaf.cert, [ca.cert], server_name=names[2], now=now)
