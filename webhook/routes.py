@@ -19,6 +19,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from draguard.webhook.app import WebhookState, decisions
 from draguard.webhook.config import FailureMode
+from draguard.webhook.decisionlog import log_line
 from draguard.webhook.review import (
     Answer,
     BadReview,
@@ -181,9 +182,7 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
     obj = result.review.object or result.review.old_object or {}
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    # makeRecord + handle is what `decisions.info` does, less the caller lookup (a walk
-    # up the stack per request): the line names no source file.
-    line = {
+    log_line(decisions, {
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "msg": "admission",
         "endpoint": endpoint,
@@ -198,5 +197,4 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
         "findings": result.findings,
         "dryRun": result.review.dry_run,
         "latencyMs": round(seconds * 1000, 3),
-    }
-    decisions.handle(decisions.makeRecord(decisions.name, logging.INFO, __file__, 0, line, (), None))
+    })

@@ -11,7 +11,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from draguard.webhook.decisionlog import BatchingHandler, JsonLine
+import pytest
+
+from draguard.webhook.decisionlog import BatchingHandler, JsonLine, encode_line, log_line
 
 from .conftest import start_server
 
@@ -36,6 +38,58 @@ def test_lines_are_compact_json_in_order() -> None:
     assert [json.loads(line)["n"] for line in lines] == [0, 1, 2, 3, 4]
     assert lines[0].startswith('{"n":0,"when":"<module')
     handler.close()
+
+
+ODD_VALUES = [
+    {"uid": "a", "n": 1, "ok": True, "none": None, "ms": 1.25},
+    {"text": "grüße ✓"},  # non-ASCII
+    {"lone": "\ud800"},  # a lone surrogate: orjson refuses it, the stdlib writes it
+    {"big": 2**70},  # beyond 64 bits: orjson refuses it
+    {"when": time},  # not JSON: written with str()
+]
+
+
+@pytest.mark.parametrize("message", ODD_VALUES)
+def test_encode_line_reads_back_as_the_stdlib_encoding(message: dict[str, object]) -> None:
+    stdlib = json.dumps(message, separators=(",", ":"), default=str)
+    assert json.loads(encode_line(message)) == json.loads(stdlib)
+    assert "\n" not in encode_line(message)
+
+
+@pytest.mark.parametrize("message", ODD_VALUES)
+def test_log_line_writes_what_a_record_would(message: dict[str, object]) -> None:
+    direct, recorded = io.StringIO(), io.StringIO()
+    for stream, name in ((direct, "test.decisionlog.direct"), (recorded, "test.decisionlog.rec")):
+        handler = BatchingHandler(stream, interval=60, max_lines=1000)
+        handler.setFormatter(JsonLine())
+        log = logger_with(handler, name)
+        if stream is direct:
+            log_line(log, message)
+        else:
+            log.info(message)
+        handler.close()
+    assert direct.getvalue() == recorded.getvalue()
+    assert direct.getvalue().endswith("\n")
+
+
+def test_log_line_goes_through_records_for_any_other_set_up() -> None:
+    """A filter, another handler or propagation must still see the decision."""
+    stream = io.StringIO()
+    handler = BatchingHandler(stream, interval=60, max_lines=1000)
+    handler.setFormatter(JsonLine())
+    log = logger_with(handler, "test.decisionlog.filtered")
+    seen: list[logging.LogRecord] = []
+
+    def keep(record: logging.LogRecord) -> bool:
+        seen.append(record)
+        return record.msg.get("uid") != "hidden"
+
+    log.addFilter(keep)
+    log_line(log, {"uid": "shown"})
+    log_line(log, {"uid": "hidden"})
+    handler.close()
+    assert [r.msg["uid"] for r in seen] == ["shown", "hidden"]
+    assert [json.loads(line)["uid"] for line in stream.getvalue().splitlines()] == ["shown"]
 
 
 def test_full_batch_is_written_at_once() -> None:
