@@ -6,6 +6,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from draguard.schema.options import Options
 from draguard.schema.releases import release
@@ -102,3 +104,35 @@ def test_memo_is_off_unless_asked() -> None:
     _MEMO._entries.clear()
     validate_object(claim({"name": "x", "namespace": "ml"}))
     assert _MEMO._entries == {}
+
+
+# Values that JSON or Python equality would confuse; each needs its own verdict.
+LOOKALIKE_COUNTS = [2, 2.0, True, "2", 2**70, None, [2], {"n": 2}]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(LOOKALIKE_COUNTS), min_size=1, max_size=12),
+       st.booleans())
+def test_remembered_verdicts_equal_fresh_ones(counts: list[Any], reorder: bool) -> None:
+    """However specs come and go, a verdict from the memo is the one without it."""
+    for count in counts:
+        obj = claim({"name": "x", "namespace": "ml"})
+        sub = obj["spec"]["devices"]["requests"][0]["firstAvailable"][1]
+        sub["count"] = count
+        if reorder:  # the same content in another key order
+            obj["spec"]["devices"] = dict(reversed(obj["spec"]["devices"].items()))
+        fresh = validate_object(copy.deepcopy(obj))
+        remembered = validate_object(obj, options=MEMO)
+        assert remembered.errors == fresh.errors
+        assert remembered.warnings == fresh.warnings
+
+
+def test_annotations_beyond_the_relevant_ones_share_the_entry() -> None:
+    """Claims differing only in other annotations reuse the memo (and stay exact)."""
+    from draguard.schema.validate import _MEMO
+
+    _MEMO._entries.clear()
+    for value in ("a", "b", "c"):
+        validate_object(claim({"name": "x", "namespace": "ml", "annotations": {"o": value}}),
+                        options=MEMO)
+    assert len(_MEMO._entries) == 1
