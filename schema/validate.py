@@ -65,6 +65,9 @@ class Verdict:
     `shape` is `v1`, `v1beta2`, `v1beta1` or `parallel`. `internal` is the object in the
     hub (v1) shape after defaulting, conversion and gate drops, when it could be built;
     `dropped` lists what the release's disabled gates removed (§3.8).
+    `derived` is where a caller keeps what it works out from the spec alone (the
+    webhook's warnings): verdicts on one remembered spec (`Options.remember_specs`)
+    share one dict, so that work is done once per spec; any other verdict has its own.
     """
 
     kind: str | None
@@ -78,6 +81,7 @@ class Verdict:
     internal: dict[str, Any] | None = field(default=None, compare=False)
     dropped: tuple[FieldPath, ...] = ()
     warnings: tuple[Advice, ...] = ()
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def valid(self) -> bool:
@@ -172,10 +176,11 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     )
     spec_errors = tuple(_spec_errors(prepared, options))
     warnings = tuple(advise(prepared, options))
+    derived: dict[str, Any] = {}
     if key is not None:
-        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared))
+        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared, derived))
     meta_errors = validate_object_meta(prepared.document["metadata"], _METADATA)
-    return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings)
+    return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings, derived)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +191,7 @@ class _Remembered:
     spec_errors: tuple[FieldError, ...]  # template spec.metadata, then the claim spec
     warnings: tuple[Advice, ...]
     prepared: Prepared  # read-only from here on
+    derived: dict[str, Any]  # `Verdict.derived` of every verdict on this spec
 
 
 # The spec's content (see `_SpecMemo`), release minor, patch, profiles, namespace labels.
@@ -273,7 +279,7 @@ def _from_memo(
     )
     meta_errors = validate_object_meta(meta, _METADATA)
     errors = [*remembered.admin_errors, *meta_errors, *remembered.spec_errors]
-    return _verdict(fresh, errors, remembered.warnings)
+    return _verdict(fresh, errors, remembered.warnings, remembered.derived)
 
 
 def advise(prepared: Prepared, options: Options) -> list[Advice]:
@@ -453,7 +459,10 @@ def _go_field_names(value: Any) -> Any:
 
 
 def _verdict(
-    prepared: Prepared, errors: list[FieldError], warnings: tuple[Advice, ...] = ()
+    prepared: Prepared,
+    errors: list[FieldError],
+    warnings: tuple[Advice, ...] = (),
+    derived: dict[str, Any] | None = None,
 ) -> Verdict:
     meta = prepared.document.get("metadata", {})
     doc_type = prepared.doc_type
@@ -471,6 +480,7 @@ def _verdict(
     _set_internal(verdict, prepared.document)
     _set_dropped(verdict, tuple(prepared.dropped))
     _set_warnings(verdict, warnings)
+    _set_derived(verdict, {} if derived is None else derived)
     return verdict
 
 
@@ -486,8 +496,9 @@ _set_skip_reason = slot_setter(Verdict, "skip_reason")
 _set_internal = slot_setter(Verdict, "internal")
 _set_dropped = slot_setter(Verdict, "dropped")
 _set_warnings = slot_setter(Verdict, "warnings")
+_set_derived = slot_setter(Verdict, "derived")
 # Every field must be set above: a slot left out would raise AttributeError on reading.
-assert len(Verdict.__slots__) == 11
+assert len(Verdict.__slots__) == 12
 
 
 def _skipped(obj: Any) -> Verdict:

@@ -231,6 +231,9 @@ def render_invalid(verdict: Verdict) -> dict[str, Any]:
     }
 
 
+_WARNINGS = "draguard.webhook.warnings"  # the key in `Verdict.derived`
+
+
 def _warnings(review: Review, verdict: Verdict) -> list[str]:
     """Skew warnings, then the rule set's own advice (issue 7), within the apiserver's limits.
 
@@ -239,8 +242,14 @@ def _warnings(review: Review, verdict: Verdict) -> list[str]:
     """
     if review.operation != "CREATE":
         return []
-    advice = (f"{item.field}: {item.message}" for item in verdict.warnings)
-    return limit_warnings([*skew_warnings(review.object), *advice])
+    # Both kinds depend on the spec alone (and the silencing annotation, which the
+    # rule set's memo keys on too), so claims from one template share them.
+    cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
+    if cached is None:
+        advice = (f"{item.field}: {item.message}" for item in verdict.warnings)
+        cached = tuple(limit_warnings([*skew_warnings(review.object), *advice]))
+        verdict.derived[_WARNINGS] = cached
+    return list(cached)
 
 
 def _judge(review: Review, rules: RuleSet) -> Verdict:

@@ -316,3 +316,33 @@ def test_a_lone_surrogate_escape_reads_as_go_reads_it() -> None:
     assert review.object["metadata"]["annotations"] == {"note": "\ufffd"}
     answer = answer_validate(review, rules=RuleSet(release=release("1.35")), failure_mode="closed")
     assert answer.decision == "allowed"
+
+
+def _warnings_of(obj: dict[str, Any], uid: str) -> list[str]:
+    review = parse_review(encode(review_doc(uid=uid, object=obj)))
+    answer = answer_validate(review, rules=RuleSet(), failure_mode="closed")
+    warnings: list[str] = answer.document["response"].get("warnings", [])
+    return warnings
+
+
+def test_warnings_follow_each_claims_own_spec_and_annotations() -> None:
+    """Warnings kept per remembered spec: claims from one template share them, and a
+    claim with another spec or a silencing annotation gets its own."""
+    gpu = copy.deepcopy(CLAIM)
+    gpu["spec"]["devices"]["requests"][0]["firstAvailable"].append(
+        {"name": "b", "deviceClassName": "b.example.com", "count": 2})
+    first = _warnings_of(gpu, "u-1")
+    assert any("firstAvailable" in w for w in first)
+    assert any("different device counts" in w for w in first)
+    renamed = copy.deepcopy(gpu)
+    renamed["metadata"] = {"name": "other-pod-claim"}
+    assert _warnings_of(renamed, "u-2") == first
+    silenced = copy.deepcopy(gpu)
+    silenced["metadata"] = {"name": "c", "annotations": {
+        "draguard.io/ignore": "alternative-counts-differ"}}
+    assert [w for w in _warnings_of(silenced, "u-3") if "different device counts" in w] == []
+    exact = copy.deepcopy(CLAIM)
+    exact["spec"]["devices"]["requests"] = [
+        {"name": "gpu", "exactly": {"deviceClassName": "a.example.com"}}]
+    assert not any("firstAvailable" in w for w in _warnings_of(exact, "u-4"))
+    assert _warnings_of(gpu, "u-5") == first
