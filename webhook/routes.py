@@ -13,7 +13,9 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
+import orjson
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
@@ -38,6 +40,18 @@ JSON_TYPES = frozenset({"application/json"})
 ANSWERERS: dict[str, Answerer] = {"validate": answer_validate, "mutate": answer_mutate}
 # Built once: json.dumps with separators builds a new encoder on every call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def encode_answer(document: dict[str, Any]) -> bytes | str:
+    """The AdmissionReview answer as compact JSON: orjson, or the stdlib for what it refuses.
+
+    orjson takes a twentieth of the time; it refuses lone surrogates and integers
+    beyond 64 bits, which the stdlib writes (as escapes and digits).
+    """
+    try:
+        return orjson.dumps(document)
+    except TypeError:
+        return _compact(document)
 
 
 def _state() -> WebhookState:
@@ -98,7 +112,9 @@ def _admit(endpoint: str) -> Response:
     return Response(payload, status=status, mimetype="application/json")
 
 
-def judge(state: WebhookState, endpoint: str, body: bytes, started: float) -> tuple[int, str]:
+def judge(
+    state: WebhookState, endpoint: str, body: bytes, started: float
+) -> tuple[int, bytes | str]:
     """Status and JSON body for a review whose body has been read; counted and logged."""
     try:
         review = parse_review(body)
@@ -111,7 +127,7 @@ def judge(state: WebhookState, endpoint: str, body: bytes, started: float) -> tu
                           operation=review.operation, decision=result.decision,
                           seconds=seconds, findings=result.findings)
     _log_decision(endpoint, result, seconds)
-    return 200, _compact(result.document)
+    return 200, encode_answer(result.document)
 
 
 def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode) -> Answer:

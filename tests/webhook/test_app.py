@@ -235,3 +235,14 @@ def test_internal_error_traceback_is_logged() -> None:
         logger.removeHandler(handler)
     [record] = [r for r in records if r.levelno == logging.ERROR and "internal error" in r.msg]
     assert "RuntimeError: rule set broken" in record.getMessage()
+
+
+@pytest.mark.parametrize("value", ["plain", "grüße ✓", "\ud800", 2**70, -(2**63) - 1])
+def test_answers_encode_every_value_the_stdlib_would(value: object) -> None:
+    """orjson writes the answer, the stdlib what orjson refuses; both read back the same."""
+    from draguard.webhook.routes import encode_answer
+
+    document = {"response": {"uid": "u", "allowed": True, "warnings": [value]}}
+    encoded = encode_answer(document)
+    text = encoded.decode() if isinstance(encoded, bytes) else encoded
+    assert json.loads(text) == json.loads(json.dumps(document))
