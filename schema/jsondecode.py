@@ -5,6 +5,12 @@ surrogate code point, a string that cannot be encoded as UTF-8 again; Go's
 `encoding/json`, which decodes for the apiserver and kubectl, replaces it with U+FFFD.
 So does `loads` here, so that every later step (sizes of annotations, messages, the
 JSON output) sees the same text as upstream and never fails on it.
+
+Given the text's UTF-8 bytes too, `loads` reads with orjson (a third of the time)
+whenever orjson reads the text as `json` does. It does for everything but: integers
+beyond 64 bits (orjson makes floats of them, so a text with a run of 19 digits goes to
+`json`), and texts orjson refuses (NaN, lone surrogates, nesting past 1024, 1e400,
+broken JSON), which `json` then reads or explains in its own words.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import json
 import re
 from typing import Any
 
+import orjson
+
 # An escape in the surrogate range (\ud800-\udfff), valid pairs included; only a text
 # with one is walked.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -20,8 +28,21 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
-def loads(text: str) -> Any:
-    """`json.loads`, with each lone surrogate replaced by U+FFFD (as Go decodes it)."""
+# Digits to "0", everything else to " ": a run of 19 zeros is a run of 19 digits.
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_DIGIT_RUN = b"0" * 19  # -2**63 - 1 and 2**64 have 19 and 20 digits
+
+
+def loads(text: str, utf8: bytes | None = None) -> Any:
+    """`json.loads`, with each lone surrogate replaced by U+FFFD (as Go decodes it).
+
+    `utf8`, when given, is `text` encoded as UTF-8 (as received), for the orjson path.
+    """
+    if utf8 is not None and _LONG_DIGIT_RUN not in utf8.translate(_DIGITS_ONLY):
+        try:
+            return orjson.loads(utf8)
+        except orjson.JSONDecodeError:
+            pass
     value = json.loads(text)
     if _SURROGATE_ESCAPE.search(text) is None:
         return value

@@ -111,7 +111,7 @@ def parse_review(body: bytes) -> Review:
     except UnicodeDecodeError as exc:
         raise BadReview(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
     try:
-        doc = jsondecode.loads(text)  # a lone surrogate escape reads as U+FFFD, as in Go
+        doc = jsondecode.loads(text, body)  # a lone surrogate escape reads as U+FFFD, as in Go
     except (ValueError, RecursionError) as exc:
         raise BadReview(f"body is not JSON: {exc}") from None
     if not isinstance(doc, dict):

@@ -37,3 +37,69 @@ def test_values_without_lone_surrogates_are_read_as_json_reads_them(value: objec
     json.dumps(decoded, ensure_ascii=False).encode("utf-8")
     if not re.search("[\ud800-\udfff]", json.dumps(value, ensure_ascii=False)):
         assert decoded == json.loads(text)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal with the same types all the way down (1 is not 1.0 nor True); NaN equals NaN.
+
+    Iterative: the texts nest deeper than Python's recursion limit.
+    """
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y, strict=True))
+        elif isinstance(x, dict) and isinstance(y, dict):
+            if list(x) != list(y):
+                return False
+            pending.extend((x[k], y[k]) for k in x)
+        elif x != y and not (isinstance(x, float) and x != x and y != y):
+            return False
+    return True
+
+
+def _both(text: str) -> tuple[object, object]:
+    """(loads without bytes, loads with them): a value, or the error type's name."""
+    outcomes: list[object] = []
+    for utf8 in (None, text.encode("utf-8", "surrogatepass")):
+        try:
+            outcomes.append(jsondecode.loads(text, utf8))
+        except (ValueError, RecursionError) as exc:
+            outcomes.append(type(exc).__name__)
+    return outcomes[0], outcomes[1]
+
+
+NUMBERS = st.one_of(
+    st.integers(), st.integers(min_value=2**62, max_value=2**66),
+    st.integers(min_value=-(2**66), max_value=-(2**62)), st.floats(), st.booleans(), st.none())
+JSON_VALUES = st.recursive(
+    NUMBERS | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+TRICKY_TEXTS = [
+    "NaN", "[Infinity]", "[1e400]", "[-0]", "[-0.0]", "[18446744073709551615]",
+    "[18446744073709551616]", "[-9223372036854775808]", "[-9223372036854775809]",
+    "123456789012345678901234567890", '{"a":1,"a":2}', '"\\ud800"', '"\\ud83d\\ude00"',
+    "[" * 1100 + "]" * 1100, '"a\x01"', "{} x", " [1] ", "\ufeff{}", "[1.5e3, 2E-2]",
+]
+
+
+@given(JSON_VALUES, st.booleans())
+def test_the_orjson_path_reads_exactly_as_json(value: object, ascii_only: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if re.search("[\ud800-\udfff]", text):  # not UTF-8: parse_review refuses it before
+        return
+    plain, fast = _both(text)
+    assert _same(plain, fast)
+
+
+@given(st.sampled_from(TRICKY_TEXTS) | st.text(alphabet='[]{}",:0123456789-.eEtrufalsn \\u',
+                                               max_size=40))
+def test_the_orjson_path_reads_and_refuses_texts_as_json(text: str) -> None:
+    plain, fast = _both(text)
+    assert _same(plain, fast)
