@@ -42,12 +42,22 @@ DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 class _Located:
     """Places paths in a chunk; JSON positions are read only when first needed."""
 
+    __slots__ = ("_pending", "_root", "_walk", "chunk")
+
     def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
         self._root: Positions | Lines | None = parsed.positions
         self._pending = parsed.positions is None and chunk.format == "json"
+        root = parsed.positions
+        self._walk = root.walk if isinstance(root, Lines) else None
 
     def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
+        walk = self._walk
+        if walk is not None and len(candidates) == 1:
+            # Nearly every finding of block YAML: `locate` without its loop and Position,
+            # which for a lone candidate places it at the deepest node found either way.
+            _, line, column = walk(candidates[0])
+            return self.chunk.line + line + 1, column + 1
         if self._pending:
             self._root = positions(self.chunk)
             self._pending = False
