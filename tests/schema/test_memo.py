@@ -136,3 +136,21 @@ def test_annotations_beyond_the_relevant_ones_share_the_entry() -> None:
         validate_object(claim({"name": "x", "namespace": "ml", "annotations": {"o": value}}),
                         options=MEMO)
     assert len(_MEMO._entries) == 1
+
+
+def test_equal_specs_share_the_entry_however_their_objects_are_shared() -> None:
+    """The key depends on the values alone: not on which objects are shared or referenced
+    elsewhere (as a remembered verdict references the first claim's strings)."""
+    import json
+
+    from draguard.schema.validate import _MEMO
+
+    _MEMO._entries.clear()
+    first = claim({"name": "x", "namespace": "ml"})
+    kept = validate_object(first, options=MEMO)
+    shared = claim({"name": "y", "namespace": "ml"})
+    shared["spec"]["devices"]["requests"][0]["name"] = first["spec"]["devices"]["requests"][0]["name"]
+    for obj in (json.loads(json.dumps(first)), shared, first):
+        validate_object(obj, options=MEMO)
+    assert len(_MEMO._entries) == 1
+    assert kept.errors == ()
