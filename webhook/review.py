@@ -86,6 +86,7 @@ class MutationLike(Protocol):
 
 
 Mutator = Callable[[dict[str, Any], Options], MutationLike]
+_MAX_NAMESPACES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +97,21 @@ class RuleSet:
     create: Callable[..., Verdict] = validate_object
     update: Callable[..., Verdict] = validate_update
     mutator: Mutator | None = field(default=None)
+    # Options are immutable and differ only by namespace: one per namespace seen, up to
+    # a bound (then forgotten at once; plain dict operations, safe across threads).
+    _options: dict[str | None, Options] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def options(self, review: Review) -> Options:
-        # contract §4 / issue 4: a missing metadata.namespace is filled from the request.
-        return Options(release=self.release, default_namespace=review.namespace, remember_specs=True)
+        options = self._options.get(review.namespace)
+        if options is None:
+            # contract §4 / issue 4: a missing metadata.namespace is filled from the request.
+            options = Options(release=self.release, default_namespace=review.namespace,
+                              remember_specs=True)
+            if len(self._options) >= _MAX_NAMESPACES:
+                self._options.clear()
+            self._options[review.namespace] = options
+        return options
 
 
 def parse_review(body: bytes) -> Review:

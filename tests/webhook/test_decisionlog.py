@@ -152,3 +152,18 @@ def test_served_decisions_survive_a_graceful_stop(tmp_path: Path) -> None:
     logged = {json.loads(line)["uid"] for line in server.log().splitlines()
               if line.startswith('{"time"')}
     assert logged >= set(uids)
+
+
+def test_clock_reads_as_datetime_isoformat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decision line's time, across seconds, days and years, with the clock going back."""
+    from datetime import UTC, datetime
+
+    from draguard.webhook.decisionlog import UtcClock
+
+    clock = UtcClock()
+    for now in (1_700_000_000_000_000_000, 1_700_000_000_999_999_999, 1_700_000_001_000_500_000,
+                1_700_000_000_250_000_000, 1_735_689_599_999_400_000, 1_735_689_600_001_000_000, 0):
+        monkeypatch.setattr(time, "time_ns", lambda now=now: now)
+        second, nanoseconds = divmod(now, 10**9)
+        expected = datetime.fromtimestamp(second, UTC).replace(microsecond=nanoseconds // 1000)
+        assert clock.now() == expected.isoformat(timespec="milliseconds")

@@ -346,3 +346,17 @@ def test_warnings_follow_each_claims_own_spec_and_annotations() -> None:
         {"name": "gpu", "exactly": {"deviceClassName": "a.example.com"}}]
     assert not any("firstAvailable" in w for w in _warnings_of(exact, "u-4"))
     assert _warnings_of(gpu, "u-5") == first
+
+
+def test_options_follow_each_reviews_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Options are kept per namespace, and a full cache starts again without mixing them."""
+    from draguard.webhook import review as review_module
+
+    monkeypatch.setattr(review_module, "_MAX_NAMESPACES", 2)
+    rules = RuleSet(release=release("1.34"))
+    for namespace in ("a", "b", "c", "a", None, "b"):
+        review = parse_review(encode(review_doc(namespace=namespace)))
+        options = rules.options(review)
+        assert (options.default_namespace, options.release) == (namespace, release("1.34"))
+        assert options.remember_specs
+    assert len(rules._options) <= 2
