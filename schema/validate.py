@@ -262,9 +262,7 @@ def _from_memo(
     """A verdict from the memo plus fresh metadata checks; None when metadata needs the full path."""
     node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
     meta_node = node.fields["metadata"]
-    reading = read(
-        obj.get("metadata", {}), meta_node, FieldPath.root("metadata"), doc_type.api_version
-    )
+    reading = read(obj.get("metadata", {}), meta_node, _METADATA, doc_type.api_version)
     if reading.findings or not isinstance(reading.value, dict):
         return None
     meta: dict[str, Any] = reading.value
