@@ -14,7 +14,7 @@ import json
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from draguard.schema import jsondecode
 from draguard.schema.errors import FieldError, aggregate_message, go_quote
@@ -42,9 +42,12 @@ class BadReview(ValueError):
     """The body is not a usable AdmissionReview; the message says why (HTTP 400)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Review:
-    """The parts of an AdmissionReview request that draguard reads."""
+class Review(NamedTuple):
+    """The parts of an AdmissionReview request that draguard reads.
+
+    Named tuples (this and `Answer`): made once per request, in a third of a frozen
+    dataclass's time.
+    """
 
     uid: str
     operation: str
@@ -55,8 +58,7 @@ class Review:
     dry_run: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """The response document plus what metrics and the decision log need to know."""
 
     document: dict[str, Any]
