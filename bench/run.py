@@ -252,6 +252,16 @@ def worker_rss_mib(master: int) -> list[float]:
     return sizes
 
 
+def server_cpu_seconds(master: int) -> float:
+    """CPU time (user + system) used so far by a gunicorn master and its workers."""
+    pids = [str(master), *Path(f"/proc/{master}/task/{master}/children").read_text().split()]
+    ticks = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def start_servers(folder: Path) -> tuple[dict[str, subprocess.Popen[bytes]], dict[str, int], Path]:
     """`draguard serve` and the no-op app, same gunicorn settings, same certificate."""
     state = folder / "state"
@@ -273,7 +283,7 @@ def bench_webhook_figures(report: Report, s: Settings) -> None:
     folder = Path(tempfile.mkdtemp(prefix="draguard-bench-webhook-"))
     servers, ports, ca = start_servers(folder)
     try:
-        _throughput(report, s, ports, ca)
+        _throughput(report, s, ports, ca, {name: proc.pid for name, proc in servers.items()})
         _sweep(report, s, ports, ca)
         rss = {name: worker_rss_mib(proc.pid) for name, proc in servers.items()}
     finally:
@@ -286,17 +296,28 @@ def bench_webhook_figures(report: Report, s: Settings) -> None:
                       + " MiB; no-op: " + ", ".join(f"{m:.0f}" for m in noop) + " MiB"))
 
 
-def _throughput(report: Report, s: Settings, ports: dict[str, int], ca: Path) -> None:
-    """Closed loop, 4 clients back to back: draguard's share of the no-op ceiling."""
+def _throughput(report: Report, s: Settings, ports: dict[str, int], ca: Path,
+                masters: dict[str, int]) -> None:
+    """Closed loop, 4 clients back to back: draguard's share of the no-op ceiling.
+
+    With keep-alive, also the servers' own CPU time per request: unlike throughput it
+    does not depend on how the connections split over the workers in a round.
+    """
     for mode in ("keep-alive", "new"):
         runs: dict[str, list[Load]] = {"noop": [], "draguard": []}
+        cpu: dict[str, list[float]] = {"noop": [], "draguard": []}
         kept = mode == "keep-alive"
         rounds = s.keepalive_rounds if kept else s.repeats
         seconds = s.keepalive_seconds if kept else s.seconds
         for _ in range(rounds):  # alternate, so drift hits both alike
             for server in ("noop", "draguard"):
-                runs[server].append(run_load(ports[server], ca, mode=mode, load="max",
-                                             clients=4, seconds=seconds, rate=0.0))
+                before = server_cpu_seconds(masters[server])
+                load = run_load(ports[server], ca, mode=mode, load="max", clients=4,
+                                seconds=seconds, rate=0.0)
+                runs[server].append(load)
+                if load.requests:
+                    used = server_cpu_seconds(masters[server]) - before
+                    cpu[server].append(used / load.requests * 1e6)
         ours = middle(runs["draguard"], lambda r: r.rps)
         noop = middle(runs["noop"], lambda r: r.rps)
         share = ours.rps / noop.rps if noop.rps else 0.0
@@ -305,6 +326,13 @@ def _throughput(report: Report, s: Settings, ports: dict[str, int], ca: Path) ->
                           share >= 0.8 and ours.errors == 0,
                           f"p99 {ours.p99:.1f} ms vs {noop.p99:.1f} ms; {ours.errors} errors; "
                           f"median of {rounds} rounds of {seconds:g} s"))
+        if kept and cpu["draguard"] and cpu["noop"]:
+            ours_cpu, noop_cpu = statistics.median(cpu["draguard"]), statistics.median(cpu["noop"])
+            report.add(Figure(
+                "webhook server CPU per request, keep-alive", ours_cpu, "µs",
+                "no-op Flask app", noop_cpu,
+                note=f"master and workers, user + system, median of {rounds} rounds; the "
+                     f"no-op's share of draguard's: {noop_cpu / ours_cpu:.0%}"))
 
 
 def _sweep(report: Report, s: Settings, ports: dict[str, int], ca: Path) -> None:
