@@ -52,7 +52,8 @@ _PLAIN = (
     rf"(?:[A-MP-XZa-mp-xz_/]|(?!{_BOOL11}(?:[ \t#\n]|\Z))[NOYnoy])"
     rf"[^{_BAD}:]*+(?::[^ \t{_BAD}:][^{_BAD}:]*+)*+"
 )
-_VALUE = rf"(?:{_SCALAR}|{_PLAIN})"
+# Plain first, as most values are: the two cannot start with the same character.
+_VALUE = rf"(?:{_PLAIN}|{_SCALAR})"
 _ENTRY_LINE = rf"{_KEY}:(?:[ ]++{_VALUE}|{_TAIL})"
 _LINE = (
     rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
