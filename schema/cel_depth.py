@@ -73,11 +73,14 @@ _COUNTED = "([{.+-*/%<>=!"
 def nesting_depth(expression: str, *, limit: int | None = None) -> int:
     """The estimated deepest count of open contexts of one grammar rule.
 
-    With `limit`, a cheap upper bound (every counted token adds at most one) answers
-    first, and the scan only runs when the bound exceeds the limit.
+    With `limit`, a cheap upper bound answers first, and the scan only runs when the
+    bound exceeds the limit. Every counted token adds at most one, but `[` adds two
+    (an index after an operand extends the member chain and opens a bracket level),
+    so it is counted twice.
     """
     if limit is not None:
-        bound = 1 + sum(map(expression.count, _COUNTED)) + expression.count("in")
+        bound = (1 + sum(map(expression.count, _COUNTED)) + expression.count("[")
+                 + expression.count("in"))
         if bound <= limit:
             return bound
     tracker = _Tracker()

@@ -287,6 +287,14 @@ def test_bounded_depth_agrees_with_the_scan_about_the_limit(expression: str, lim
     assert (nesting_depth(expression, limit=limit) > limit) == (exact > limit)
 
 
+@pytest.mark.parametrize(("expression", "limit"), [("1[", 2), ("a[" * 200 + "1", 250)])
+def test_bounded_depth_counts_an_index_twice(expression: str, limit: int) -> None:
+    """An index after an operand adds a member context and a bracket level (found by
+    the property above: the bound once counted it as one and hid `a[a[…` at 250)."""
+    assert nesting_depth(expression) > limit
+    assert nesting_depth(expression, limit=limit) > limit
+
+
 def test_nesting_between_the_two_parsers_limits_is_not_reported() -> None:
     """Depth 33–249 passes cel-go but not the C++ parser: draguard reports nothing then."""
     expression = "(" * 40 + "device.driver == 1" + ")" * 40
