@@ -135,7 +135,7 @@ def _check_object(
     found = tuple(
         _finding(err, *located.place(candidate_paths(err.path, verdict.shape, prefix)))
         for err in verdict.errors
-    )
+    ) if verdict.errors else ()  # most findings are warnings: no generator for none
     advice = tuple(
         LintWarning(_field_text(w.path), w.code, w.message,
                     *located.place(candidate_paths(w.path, verdict.shape, prefix)))
