@@ -92,6 +92,14 @@ _CONTENT_LINE = re.compile(r"\n(?!---|\.\.\.)( *+)(?:(-)(?=[ \n])|(?=[^ \n#]))")
 _ENTRY = re.compile(rf"({_KEY}):(?=[ \n])")
 _NO_VALUE = re.compile(r"[ \t]*+(?:#[^\n]*+)?+\n")  # nothing (but a comment) after a colon
 _SPACES = re.compile(r" *+")
+# `_NO_VALUE` then `_CONTENT_LINE` in one match: nothing after the colon, lines that are
+# not content (blank, comment, marker), then the content line. When it fails, the two
+# steps say why (a scalar, or no line follows).
+_COLLECTION_VALUE = re.compile(
+    r"[ \t]*+(?:#[^\n]*+)?+"
+    r"(?:\n(?:(?:---|\.\.\.)[^\n]*+| *+(?:#[^\n]*+)?+)(?=\n))*+"
+    r"\n( *+)(?:(-)(?=[ \n])|(?=[^ \n#]))"
+)
 
 
 @lru_cache(maxsize=512)
@@ -190,6 +198,13 @@ def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
         if found is None or found.start(1) < 0:
             return None
         at, colon = found.start() + 1 + column, found.end()
+    line = _COLLECTION_VALUE.match(text, colon)
+    if line is not None:  # `_collection` on the line found
+        inner, seq = line.end(1) - line.start(1), line.start(2) >= 0
+        if inner < column or (inner == column and not seq):
+            return at, None
+        begin = line.start(1) - 1
+        return at, (begin, inner, begin + 1 + inner, seq)
     empty = _NO_VALUE.match(text, colon)
     if empty is None:
         return at, None  # a scalar, `[]` or `{}`
