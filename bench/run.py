@@ -241,11 +241,15 @@ def middle(loads: list[Load], key: Callable[[Load], float]) -> Load:
     return sorted(loads, key=key)[len(loads) // 2]
 
 
+def worker_pids(master: int) -> list[str]:
+    """The gunicorn workers: the master's children."""
+    return Path(f"/proc/{master}/task/{master}/children").read_text().split()
+
+
 def worker_rss_mib(master: int) -> list[float]:
-    """RSS of each gunicorn worker (the master's children), in MiB."""
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    """RSS of each gunicorn worker, in MiB."""
     sizes = []
-    for pid in children:
+    for pid in worker_pids(master):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 sizes.append(int(line.split()[1]) / 1024)
@@ -254,7 +258,7 @@ def worker_rss_mib(master: int) -> list[float]:
 
 def server_cpu_seconds(master: int) -> float:
     """CPU time (user + system) used so far by a gunicorn master and its workers."""
-    pids = [str(master), *Path(f"/proc/{master}/task/{master}/children").read_text().split()]
+    pids = [str(master), *worker_pids(master)]
     ticks = 0
     for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()

@@ -178,10 +178,13 @@ def _collection(text: str, start: int, parent: int, *, indentless: bool) -> _Nod
     """The collection on the first content line after `start` if it belongs to a node at
     column `parent`: indented past it, or a list at its column when `indentless`."""
     line = _CONTENT_LINE.search(text, start)
-    if line is None:
-        return None
-    begin = line.start()
-    column, seq = line.end(1) - begin - 1, line.start(2) >= 0
+    return None if line is None else _belonging(line, parent, indentless=indentless)
+
+
+def _belonging(line: re.Match[str], parent: int, *, indentless: bool) -> _Node | None:
+    """The collection whose first line `line` matched (group 1 its indent after the line
+    break, group 2 a dash), if it belongs to a node at column `parent`."""
+    begin, column, seq = line.start(1) - 1, line.end(1) - line.start(1), line.start(2) >= 0
     if column < parent or (column == parent and not (seq and indentless)):
         return None
     return begin, column, begin + 1 + column, seq
@@ -199,12 +202,8 @@ def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
             return None
         at, colon = found.start() + 1 + column, found.end()
     line = _COLLECTION_VALUE.match(text, colon)
-    if line is not None:  # `_collection` on the line found
-        inner, seq = line.end(1) - line.start(1), line.start(2) >= 0
-        if inner < column or (inner == column and not seq):
-            return at, None
-        begin = line.start(1) - 1
-        return at, (begin, inner, begin + 1 + inner, seq)
+    if line is not None:
+        return at, _belonging(line, column, indentless=True)
     empty = _NO_VALUE.match(text, colon)
     if empty is None:
         return at, None  # a scalar, `[]` or `{}`

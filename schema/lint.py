@@ -137,7 +137,7 @@ def _check_object(
         for err in verdict.errors
     ) if verdict.errors else ()  # most findings are warnings: no generator for none
     advice = tuple(
-        LintWarning(_field_text(w.path), w.code, w.message,
+        LintWarning(str(w.path), w.code, w.message,
                     *located.place(candidate_paths(w.path, verdict.shape, prefix)))
         for w in warnings
     )
@@ -184,26 +184,7 @@ def _admin_access_variants(parts: tuple[Segment, ...]) -> list[tuple[Segment, ..
 
 
 def _finding(err: FieldError, line: int, column: int) -> Finding:
-    return Finding(_field_text(err.path), err.type.value, err.message, line, column)
-
-
-# `str(path)` of the paths findings have been reported at. The rules and warnings of one
-# shape report at the same few paths document after document, and building the text
-# costs three times the lookup. Keyed by the segments' types too: `MapKey("a")` equals
-# "a" but prints as `[a]`.
-_FIELD_TEXTS: dict[tuple[tuple[Segment, ...], tuple[type, ...]], str] = {}
-_FIELD_TEXTS_MAX = 4096
-
-
-def _field_text(path: FieldPath) -> str:
-    parts = path.parts
-    key = (parts, tuple(map(type, parts)))
-    text = _FIELD_TEXTS.get(key)
-    if text is None:
-        if len(_FIELD_TEXTS) >= _FIELD_TEXTS_MAX:
-            _FIELD_TEXTS.clear()
-        text = _FIELD_TEXTS[key] = str(path)
-    return text
+    return Finding(err.field, err.type.value, err.message, line, column)
 
 
 def _broken(chunk: Chunk, problem: SyntaxProblem) -> DocumentResult:

@@ -65,15 +65,14 @@ class FieldPath:
         return len(self.parts)
 
     def __str__(self) -> str:
-        out: list[str] = []
-        for part in self.parts:
-            if isinstance(part, int | MapKey):
-                out.append(f"[{part}]")
-            elif out:
-                out.append("." + part)
-            else:
-                out.append(part)
-        return "".join(out)
+        parts = self.parts
+        key = (parts, tuple(map(type, parts)))
+        text = _TEXTS.get(key)
+        if text is None:
+            if len(_TEXTS) >= _TEXTS_MAX:
+                _TEXTS.clear()
+            text = _TEXTS[key] = _render(parts)
+        return text
 
     def __repr__(self) -> str:
         return f"FieldPath({str(self)!r})"
@@ -86,6 +85,25 @@ class FieldPath:
         if not self.startswith(old):
             return self
         return FieldPath(new.parts + self.parts[len(old.parts) :])
+
+
+# The text of paths printed so far. Findings come back at the same few paths document
+# after document (lint), and building the text costs three times this lookup. Keyed by
+# the segments' types too: `MapKey("a")` equals "a" but prints as `[a]`.
+_TEXTS: dict[tuple[Parts, tuple[type, ...]], str] = {}
+_TEXTS_MAX = 4096
+
+
+def _render(parts: Parts) -> str:
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, int | MapKey):
+            out.append(f"[{part}]")
+        elif out:
+            out.append("." + part)
+        else:
+            out.append(part)
+    return "".join(out)
 
 
 def parse_path(text: str) -> FieldPath:

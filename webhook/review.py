@@ -248,14 +248,14 @@ def render_invalid(verdict: Verdict) -> dict[str, Any]:
 _WARNINGS = "draguard.webhook.warnings"  # the key in `Verdict.derived`
 
 
-def _warnings(review: Review, verdict: Verdict) -> list[str]:
+def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
     """Skew warnings, then the rule set's own advice (issue 7), within the apiserver's limits.
 
     Only on CREATE: the spec is immutable afterwards, and repeating the same warnings
     on every metadata update would teach users to ignore them.
     """
     if review.operation != "CREATE":
-        return []
+        return ()
     # Both kinds depend on the spec alone (and the silencing annotation, which the
     # rule set's memo keys on too), so claims from one template share them.
     cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
@@ -263,7 +263,7 @@ def _warnings(review: Review, verdict: Verdict) -> list[str]:
         advice = (f"{item.field}: {item.message}" for item in verdict.warnings)
         cached = tuple(limit_warnings([*skew_warnings(review.object), *advice]))
         verdict.derived[_WARNINGS] = cached
-    return list(cached)
+    return cached  # `_response` copies it into the answer
 
 
 def _judge(review: Review, rules: RuleSet) -> Verdict:
