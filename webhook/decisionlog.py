@@ -47,20 +47,20 @@ class UtcClock:
     """`datetime.now(UTC).isoformat(timespec="milliseconds")` in a third of the time.
 
     The date and time of day are formatted once per second; only the milliseconds
-    change between lines. Threads may race to renew the second: each writes a correct
-    pair, the text first, so a reader never sees a second with another second's text.
+    change between lines. The second and its text are one tuple, replaced whole, so
+    threads racing to renew it never pair a second with another second's text.
     """
 
     def __init__(self) -> None:
-        self._text = ""
-        self._second = -1
+        self._second: tuple[int, str] = (-1, "")
 
     def now(self) -> str:
         second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
-        if second != self._second:
-            self._text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            self._second = second
-        return f"{self._text}.{nanoseconds // 1_000_000:03d}+00:00"
+        cached = self._second
+        if cached[0] != second:
+            cached = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+            self._second = cached
+        return f"{cached[1]}.{nanoseconds // 1_000_000:03d}+00:00"
 
 
 def log_line(logger: logging.Logger, message: dict[str, Any]) -> None:
