@@ -103,11 +103,17 @@ def _admit(endpoint: str) -> Response:
         code, message, decision = rejected
         _count(state, endpoint, decision, started)
         return _error(code, message, keep_alive=_drain(state.config.max_body_bytes))
-    try:
-        body = request.get_data(cache=False)
-    except RequestEntityTooLarge:  # a chunked body that turned out too long
-        _count(state, endpoint, "too_large", started)
-        return _error(413, f"body larger than {state.config.max_body_bytes} bytes")
+    length = request.content_length
+    if length is not None:
+        # Within the limit (checked above): read exactly that from the server, without
+        # werkzeug's limited-stream wrapper (a tenth of a request's own time in the app).
+        body = request.environ["wsgi.input"].read(length)
+    else:
+        try:
+            body = request.get_data(cache=False)
+        except RequestEntityTooLarge:  # a chunked body that turned out too long
+            _count(state, endpoint, "too_large", started)
+            return _error(413, f"body larger than {state.config.max_body_bytes} bytes")
     status, payload = judge(state, endpoint, body, started)
     return Response(payload, status=status, mimetype="application/json")
 

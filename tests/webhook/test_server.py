@@ -189,6 +189,21 @@ def test_hostile_input_then_still_serving(server: Server, body: bytes, content_t
     api.close()
 
 
+@pytest.mark.parametrize("sent", [0, 10, 500])
+def test_body_shorter_than_its_length_then_still_serving(server: Server, sent: int) -> None:
+    """A client that announces more bytes than it sends and hangs up: a 400 or nothing, and
+    the worker serves the next review (the body is read by its Content-Length)."""
+    body = json.dumps(review(GOOD)).encode()
+    conn = server.client().connection()
+    conn.connect()
+    conn.sock.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                      b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:sent])
+    conn.sock.close()  # the body ends early
+    api = server.client()
+    assert api.review(review(GOOD)).json()["response"]["allowed"] is True
+    api.close()
+
+
 def metric(text: str, name: str, **labels: str) -> float:
     total = 0.0
     for line in text.splitlines():
