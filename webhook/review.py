@@ -119,13 +119,12 @@ class RuleSet:
 def parse_review(body: bytes) -> Review:
     """Read an AdmissionReview `admission.k8s.io/v1`; raise BadReview naming what is wrong."""
     try:
-        # Strict UTF-8 first: json.loads(bytes) would let encoded surrogates through
-        # (it decodes with surrogatepass), and the apiserver only ever sends UTF-8.
-        text = body.decode("utf-8")
+        # Strict UTF-8: json.loads(bytes) would let encoded surrogates through (it
+        # decodes with surrogatepass), and the apiserver only ever sends UTF-8. A lone
+        # surrogate escape reads as U+FFFD, as in Go.
+        doc = jsondecode.loads_utf8(body)
     except UnicodeDecodeError as exc:
         raise BadReview(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from None
-    try:
-        doc = jsondecode.loads(text, body)  # a lone surrogate escape reads as U+FFFD, as in Go
     except (ValueError, RecursionError) as exc:
         raise BadReview(f"body is not JSON: {exc}") from None
     if not isinstance(doc, dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -62,15 +63,22 @@ def _same(a: object, b: object) -> bool:
     return True
 
 
+def _outcome(read: Callable[[], object]) -> object:
+    """The value read, or the error type's name."""
+    try:
+        return read()
+    except (ValueError, RecursionError) as exc:
+        return type(exc).__name__
+
+
 def _both(text: str) -> tuple[object, object]:
-    """(loads without bytes, loads with them): a value, or the error type's name."""
-    outcomes: list[object] = []
-    for utf8 in (None, text.encode("utf-8", "surrogatepass")):
-        try:
-            outcomes.append(jsondecode.loads(text, utf8))
-        except (ValueError, RecursionError) as exc:
-            outcomes.append(type(exc).__name__)
-    return outcomes[0], outcomes[1]
+    """(loads of the text, loads_utf8 of its bytes)."""
+    data = text.encode("utf-8")
+    return _outcome(lambda: jsondecode.loads(text)), _outcome(lambda: jsondecode.loads_utf8(data))
+
+
+def _decoded_first(data: bytes) -> object:
+    return _outcome(lambda: jsondecode.loads(data.decode("utf-8")))
 
 
 NUMBERS = st.one_of(
@@ -103,3 +111,18 @@ def test_the_orjson_path_reads_exactly_as_json(value: object, ascii_only: bool) 
 def test_the_orjson_path_reads_and_refuses_texts_as_json(text: str) -> None:
     plain, fast = _both(text)
     assert _same(plain, fast)
+
+
+BROKEN_UTF8 = [b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xff", b"\xe2\x82", b"\x80"]
+
+
+@given(st.one_of(
+    st.binary(max_size=40),
+    st.tuples(JSON_VALUES, st.sampled_from(BROKEN_UTF8), st.integers(min_value=0)).map(
+        lambda t: (lambda d: d[: t[2] % (len(d) + 1)] + t[1] + d[t[2] % (len(d) + 1):])(
+            json.dumps(t[0], ensure_ascii=False).encode("utf-8", "surrogatepass"))),
+    st.sampled_from([b"\xef\xbb\xbf{}", b'"\xed\xa0\x80"', b'{"a": "\xc3"}']),
+))
+def test_loads_utf8_reads_and_refuses_bytes_as_decoding_first_does(data: bytes) -> None:
+    """Encoded surrogates, overlongs, stray bytes, a BOM: the same value or the same refusal."""
+    assert _same(_decoded_first(data), _outcome(lambda: jsondecode.loads_utf8(data)))
