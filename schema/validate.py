@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import orjson
+
 from draguard.schema.advice import (
     IGNORE_ANNOTATION,
     Advice,
@@ -195,8 +197,10 @@ class _Remembered:
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
-# The spec's content (see `_SpecMemo`), release minor, patch, profiles, namespace labels.
-_Key = tuple[bytes, int, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None]
+# Release minor, patch, profiles, namespace labels.
+_OptionsKey = tuple[int, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None]
+# The content of all but metadata (see `_SpecMemo`), the relevant annotations, options.
+_Key = tuple[Any, ...]
 
 
 class _SpecMemo:
@@ -206,41 +210,48 @@ class _SpecMemo:
     codes) and every option except the default namespace. Plain dict operations only,
     so concurrent threads need no lock; when full it starts again.
 
-    The content is written with `marshal`, five times faster than canonical JSON: its
-    bytes read back to the same values with the same types (`True`, `1` and `1.0`
-    differ), so equal bytes mean an equal spec. Format version 2, because later ones
-    mark objects by their reference counts and interning, which would make the bytes
-    of equal specs differ from request to request. The same spec with its keys in
-    another order makes other bytes: only a miss, never a wrong verdict.
+    The content is written as JSON by orjson, or else by `marshal` (see `_content`):
+    either way equal bytes mean equal values with equal types. The same spec with its
+    keys in another order makes other bytes: only a miss, never a wrong verdict.
     """
 
     MAX_ENTRIES = 1024
 
     def __init__(self) -> None:
         self._entries: dict[_Key, _Remembered] = {}
+        self._options_keys: dict[int, tuple[Options, _OptionsKey]] = {}
 
     def key(self, obj: dict[str, Any], options: Options) -> _Key | None:
         meta = obj.get("metadata")
         annotations = meta.get("annotations") if isinstance(meta, dict) else None
-        relevant = (
-            (annotations.get(ORDER_ANNOTATION), annotations.get(IGNORE_ANNOTATION))
-            if isinstance(annotations, dict)
-            else None
-        )
-        labels = options.namespace_labels
-        try:
-            content = marshal.dumps(
-                ({k: v for k, v in obj.items() if k != "metadata"}, relevant), _MARSHAL_VERSION
-            )
-        except ValueError:  # not plain data, or nested too deep: validate without the memo
+        relevant: Any = None
+        if isinstance(annotations, dict):
+            relevant = (annotations.get(ORDER_ANNOTATION), annotations.get(IGNORE_ANNOTATION))
+            if not all(value is None or type(value) is str for value in relevant):
+                relevant = _content(relevant)  # not text: bytes, which no tuple equals
+                if relevant is None:
+                    return None
+        content = _content({k: v for k, v in obj.items() if k != "metadata"})
+        if content is None:
             return None
-        return (
-            content,
+        return (content, relevant, *self._options_key(options))
+
+    def _options_key(self, options: Options) -> _OptionsKey:
+        # Per Options object (callers reuse theirs), checked by identity, not rebuilt.
+        known = self._options_keys.get(id(options))
+        if known is not None and known[0] is options:
+            return known[1]
+        labels = options.namespace_labels
+        key = (
             options.release.minor,
             options.kubernetes_patch,
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),
         )
+        if len(self._options_keys) >= self.MAX_ENTRIES:
+            self._options_keys = {}
+        self._options_keys[id(options)] = (options, key)
+        return key
 
     def get(self, key: _Key | None) -> _Remembered | None:
         return None if key is None else self._entries.get(key)
@@ -254,6 +265,30 @@ class _SpecMemo:
 
 
 _MEMO = _SpecMemo()
+
+
+def _content(value: Any) -> bytes | None:
+    """Bytes that only an equal value with equal types writes; None when there are none.
+
+    orjson's JSON first (four times faster than marshal): over what JSON gives (str
+    keys; str, bool, list, dict, ints within 64 bits and finite floats) it is
+    one-to-one: a float always has a `.` or an exponent, an int never, `true` is not
+    `1`, and a string is quoted. It writes NaN and infinities as `null`, the same as
+    None, so output with `null` anywhere (even inside a string) goes to marshal, as
+    does what orjson refuses (ints beyond 64 bits, lone surrogates). marshal's format
+    version 2, because later ones mark objects by their reference counts and
+    interning, which would make the bytes of equal specs differ between requests.
+    """
+    try:
+        content = orjson.dumps(value)
+        if b"null" not in content:
+            return content
+    except TypeError:
+        pass
+    try:
+        return b"m" + marshal.dumps(value, _MARSHAL_VERSION)  # never equal to JSON bytes
+    except ValueError:  # not plain data, or nested too deep: validate without the memo
+        return None
 
 
 def _from_memo(

@@ -107,7 +107,8 @@ def test_memo_is_off_unless_asked() -> None:
 
 
 # Values that JSON or Python equality would confuse; each needs its own verdict.
-LOOKALIKE_COUNTS = [2, 2.0, True, "2", 2**70, None, [2], {"n": 2}]
+LOOKALIKE_COUNTS = [2, 2.0, True, "2", 2**70, None, [2], {"n": 2}, 0, 0.0, -0.0, False,
+                   float("nan"), float("inf"), "null", 1e16, 10**16, "\ud800"]
 
 
 @settings(max_examples=60, deadline=None)
@@ -125,6 +126,22 @@ def test_remembered_verdicts_equal_fresh_ones(counts: list[Any], reorder: bool) 
         remembered = validate_object(obj, options=MEMO)
         assert remembered.errors == fresh.errors
         assert remembered.warnings == fresh.warnings
+
+
+@pytest.mark.parametrize("order", [["gpu"], {"a": "gpu"}, 2, None, "gpu"])
+def test_relevant_annotation_of_any_type_is_part_of_the_key(order: Any) -> None:
+    """A request-order annotation that is not text (hostile input) neither crashes the
+    memo nor shares an entry with text or with its absence."""
+    from draguard.schema.validate import ORDER_ANNOTATION
+
+    for value in (order, "gpu", None):
+        meta: dict[str, Any] = {"name": "x", "namespace": "ml", "annotations": {"o": "1"}}
+        if value is not None:
+            meta["annotations"][ORDER_ANNOTATION] = value
+        obj = claim(meta)
+        fresh = validate_object(copy.deepcopy(obj))
+        remembered = validate_object(obj, options=MEMO)
+        assert (remembered.errors, remembered.warnings) == (fresh.errors, fresh.warnings)
 
 
 def test_annotations_beyond_the_relevant_ones_share_the_entry() -> None:
