@@ -125,8 +125,7 @@ def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
     class Noop(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
             for name, value in gunicorn_settings(config).items():
-                if name != "child_exit":
-                    self.cfg.set(name, value)
+                self.cfg.set(name, value)
 
         def load(self) -> Flask:
             from draguard.webhook.singlewrite import install

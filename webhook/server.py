@@ -3,8 +3,9 @@
 Threaded workers (`gthread`) keep connections alive between requests because the
 apiserver reuses them; the keep-alive timeout (120 s) outlasts the Go client's idle
 timeout (90 s in client-go's transport defaults), so the server never closes a
-connection the apiserver is about to reuse. TLS contexts come from the cached
-`ssl_context` hook in `draguard.webhook.tls`.
+connection the apiserver is about to reuse. The workers are gthread's, spreading
+those long-lived connections evenly (`draguard.webhook.balance`). TLS contexts come
+from the cached `ssl_context` hook in `draguard.webhook.tls`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from draguard.webhook import balance, metrics
 from draguard.webhook.config import Config
-from draguard.webhook.metrics import child_exit
 from draguard.webhook.tls import gunicorn_ssl_context
 
 
@@ -24,7 +25,9 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "bind": [f"{host}:{config.port}"],
         "workers": config.workers,
-        "worker_class": "gthread",
+        # gthread, spreading kept-alive connections over the workers (webhook.balance).
+        "worker_class": balance.BalancedThreadWorker,
+        "pre_fork": balance.pre_fork,
         "threads": config.threads,
         "keepalive": config.keepalive,
         "certfile": str(config.cert_file),
@@ -42,6 +45,12 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
     }
     settings.update(config.extra)
     return settings
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """gunicorn `child_exit` hook (master): free the worker's slot and metrics."""
+    balance.release_slot(worker)
+    metrics.child_exit(server, worker)
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
