@@ -246,3 +246,31 @@ def test_answers_encode_every_value_the_stdlib_would(value: object) -> None:
     encoded = encode_answer(document)
     text = encoded.decode() if isinstance(encoded, bytes) else encoded
     assert json.loads(text) == json.loads(json.dumps(document))
+
+
+LENGTHS = st.one_of(st.none(), st.integers(min_value=0, max_value=10**12).map(str),
+                    st.sampled_from(["", " 12", "12 ", "+12", "-1", "1_000", "0x10", "١٢",
+                                     "12, 12", "00012", "1e3"]),
+                    st.text(max_size=6))
+ENCODINGS = st.one_of(st.none(), st.sampled_from(["chunked", "gzip, chunked", "CHUNKED",
+                                                  "identity", "gzip", ""]))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(LENGTHS, ENCODINGS)
+def test_content_length_is_werkzeugs(app: Flask, length: str | None,
+                                     encoding: str | None) -> None:
+    """The body length read from the environ equals `request.content_length`."""
+    from flask import request
+
+    from draguard.webhook.routes import _content_length
+
+    environ: dict[str, Any] = {}
+    if length is not None:
+        environ["CONTENT_LENGTH"] = length
+    if encoding is not None:
+        environ["HTTP_TRANSFER_ENCODING"] = encoding
+    with app.test_request_context("/validate", method="POST", environ_overrides=environ):
+        if length is None:
+            request.environ.pop("CONTENT_LENGTH", None)
+        assert _content_length(request.environ) == request.content_length
