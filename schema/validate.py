@@ -180,7 +180,8 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     warnings = tuple(advise(prepared, options))
     derived: dict[str, Any] = {}
     if key is not None:
-        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared, derived))
+        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared, derived,
+                                    tuple(prepared.dropped)))
     meta_errors = validate_object_meta(prepared.document["metadata"], _METADATA)
     return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings, derived)
 
@@ -194,6 +195,7 @@ class _Remembered:
     warnings: tuple[Advice, ...]
     prepared: Prepared  # read-only from here on
     derived: dict[str, Any]  # `Verdict.derived` of every verdict on this spec
+    dropped: tuple[FieldPath, ...]  # prepared.dropped, made once
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
@@ -305,18 +307,10 @@ def _from_memo(
         meta["namespace"] = options.default_namespace
     prepared = remembered.prepared
     document = {**prepared.document, "metadata": meta}
-    fresh = Prepared(
-        doc_type,
-        document,
-        prepared.claim_spec,
-        prepared.spec_path,
-        [],
-        prepared.origins,
-        prepared.dropped,
-    )
     meta_errors = validate_object_meta(meta, _METADATA)
-    errors = [*remembered.admin_errors, *meta_errors, *remembered.spec_errors]
-    return _verdict(fresh, errors, remembered.warnings, remembered.derived)
+    errors = (*remembered.admin_errors, *meta_errors, *remembered.spec_errors)
+    return _verdict_of(doc_type, document, remembered.dropped, errors, remembered.warnings,
+                       remembered.derived)
 
 
 def advise(prepared: Prepared, options: Options) -> list[Advice]:
@@ -501,8 +495,19 @@ def _verdict(
     warnings: tuple[Advice, ...] = (),
     derived: dict[str, Any] | None = None,
 ) -> Verdict:
-    meta = prepared.document.get("metadata", {})
-    doc_type = prepared.doc_type
+    return _verdict_of(prepared.doc_type, prepared.document, tuple(prepared.dropped),
+                       tuple(errors), warnings, derived)
+
+
+def _verdict_of(
+    doc_type: DocumentType,
+    document: dict[str, Any],
+    dropped: tuple[FieldPath, ...],
+    errors: tuple[FieldError, ...],
+    warnings: tuple[Advice, ...],
+    derived: dict[str, Any] | None,
+) -> Verdict:
+    meta = document.get("metadata", {})
     # Each slot set through its descriptor: a frozen dataclass's __init__ goes through
     # object.__setattr__ by name per field, which costs about twice as much (~0.6 µs).
     verdict = _new_verdict(Verdict)
@@ -511,11 +516,11 @@ def _verdict(
     _set_name(verdict, meta.get("name") or meta.get("generateName"))
     _set_namespace(verdict, meta.get("namespace"))
     _set_shape(verdict, doc_type.shape)
-    _set_errors(verdict, tuple(errors))
+    _set_errors(verdict, errors)
     _set_skipped(verdict, False)
     _set_skip_reason(verdict, "")
-    _set_internal(verdict, prepared.document)
-    _set_dropped(verdict, tuple(prepared.dropped))
+    _set_internal(verdict, document)
+    _set_dropped(verdict, dropped)
     _set_warnings(verdict, warnings)
     _set_derived(verdict, {} if derived is None else derived)
     return verdict
