@@ -233,5 +233,5 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
         "decision": result.decision,
         "findings": result.findings,
         "dryRun": result.review.dry_run,
-        "latencyMs": round(seconds * 1000, 3),
+        "latencyMs": round(seconds * 1_000_000) / 1000,  # round(x, 3) takes a slower path
     })
