@@ -13,24 +13,29 @@ shared by the master and its workers (`Table`, made when the master loads this
 module, before it forks); the master hands each new worker a slot (`pre_fork`) and
 takes it back when the worker exits (`release_slot`, from `child_exit`). A worker
 that does not accept looks again at least every `RECHECK_SECONDS`; at any moment the
-least-loaded worker accepts, so a connection never waits for a busy one.
+least-loaded worker accepts, so a connection never waits for a busy one. A worker
+whose loop has not run for `STALE_SECONDS` (hung, until gunicorn's timeout kills it)
+is left out, so it cannot hold the others back.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import time
 from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
 SLOTS = 64  # workers alive at once; more than that go unbalanced, never refused
 RECHECK_SECONDS = 0.05
+STALE_SECONDS = 3.0  # gthread's loop runs at least once a second, even idle
 _GONE = 2**62  # the count of a free slot: never the fewest
 
 
 class Table:
-    """Per slot: the worker's pid and its open connections; cell 0 counts slots in use."""
+    """Per slot: when the worker's loop last ran (monotonic ms) and its open connections;
+    cell 0 counts the slots in use."""
 
     def __init__(self, slots: int = SLOTS) -> None:
         self.slots = slots
@@ -45,7 +50,7 @@ class Table:
         for slot in range(self.slots):
             if slot not in self._claimed:
                 self._claimed.add(slot)
-                self._cells[1 + 2 * slot] = 0
+                self._cells[1 + 2 * slot] = _now_ms()  # counts as alive while it boots
                 self._cells[2 + 2 * slot] = 0
                 self._cells[0] = max(self._claimed) + 1
                 return slot
@@ -61,14 +66,21 @@ class Table:
     def set_open(self, slot: int, connections: int) -> None:
         self._cells[2 + 2 * slot] = connections
 
-    def fewest_elsewhere(self, slot: int) -> int:
-        """The open connections of the least-loaded other worker (`_GONE` when alone)."""
+    def fewest_elsewhere(self, slot: int, now_ms: int) -> int:
+        """The open connections of the least-loaded other live worker (`_GONE` if none);
+        records that this slot's worker is alive at `now_ms`."""
         cells = self._cells
+        cells[1 + 2 * slot] = now_ms
+        fresh = now_ms - int(STALE_SECONDS * 1000)
         fewest = _GONE
         for other in range(cells[0]):
-            if other != slot:
+            if other != slot and cells[1 + 2 * other] >= fresh:
                 fewest = min(fewest, cells[2 + 2 * other])
         return fewest
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)  # one clock for all processes of the host
 
 
 TABLE = Table()
@@ -111,7 +123,7 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
     @property
     def worker_connections(self) -> int:
         slot = self.balance_slot
-        if slot is not None and TABLE.fewest_elsewhere(slot) < self._open:
+        if slot is not None and TABLE.fewest_elsewhere(slot, _now_ms()) < self._open:
             return 0
         return self._limit
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from gunicorn.config import Config as GunicornConfig
 
-from draguard.webhook.balance import BalancedThreadWorker, Table
+from draguard.webhook.balance import STALE_SECONDS, BalancedThreadWorker, Table, _now_ms
 
 from .conftest import Connection, Server
 
@@ -27,15 +27,31 @@ def test_fewest_elsewhere_ignores_itself_and_free_slots() -> None:
     table = Table(slots=4)
     first, second, third = table.claim(), table.claim(), table.claim()
     assert first is not None and second is not None and third is not None
+    now = _now_ms()
     table.set_open(first, 5)
     table.set_open(second, 2)
     table.set_open(third, 7)
-    assert table.fewest_elsewhere(first) == 2
-    assert table.fewest_elsewhere(second) == 5
+    assert table.fewest_elsewhere(first, now) == 2
+    assert table.fewest_elsewhere(second, now) == 5
     table.release(second)  # its worker exited: its count no longer holds anyone back
-    assert table.fewest_elsewhere(first) == 7
+    assert table.fewest_elsewhere(first, now) == 7
     table.release(third)
-    assert table.fewest_elsewhere(first) > 10**9  # alone: always accepts
+    assert table.fewest_elsewhere(first, now) > 10**9  # alone: always accepts
+
+
+def test_a_worker_whose_loop_stopped_holds_nobody_back() -> None:
+    """A hung worker (until gunicorn's timeout kills it) with few connections must not
+    stop the live ones from accepting."""
+    table = Table(slots=2)
+    live, hung = table.claim(), table.claim()
+    assert live is not None and hung is not None
+    start = _now_ms()
+    table.set_open(live, 3)
+    table.set_open(hung, 0)
+    assert table.fewest_elsewhere(hung, start) == 3  # the hung one's loop ran, once
+    assert table.fewest_elsewhere(live, start + 1000) == 0  # recently alive: it counts
+    later = start + int(STALE_SECONDS * 1000) + 1
+    assert table.fewest_elsewhere(live, later) > 10**9  # silent too long: left out
 
 
 class _Log:
