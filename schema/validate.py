@@ -100,7 +100,7 @@ class Prepared:
     spec_path: FieldPath
     findings: list[FieldError]  # Unknown / Malformed from reading
     origins: list[Origin] | None  # parallel input: where each nested request came from
-    dropped: list[FieldPath]
+    dropped: tuple[FieldPath, ...]
 
 
 def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Prepared:
@@ -132,7 +132,7 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     if doc_type.version == "v1beta1":
         claim_spec = spec_v1beta1_to_hub(claim_spec)
         holder["spec"] = claim_spec
-    dropped = drop_disabled_fields(claim_spec, spec_path, release)
+    dropped = tuple(drop_disabled_fields(claim_spec, spec_path, release))
     return Prepared(doc_type, document, claim_spec, spec_path, findings, origins, dropped)
 
 
@@ -180,8 +180,7 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     warnings = tuple(advise(prepared, options))
     derived: dict[str, Any] = {}
     if key is not None:
-        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared, derived,
-                                    tuple(prepared.dropped)))
+        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared, derived))
     meta_errors = validate_object_meta(prepared.document["metadata"], _METADATA)
     return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings, derived)
 
@@ -195,7 +194,6 @@ class _Remembered:
     warnings: tuple[Advice, ...]
     prepared: Prepared  # read-only from here on
     derived: dict[str, Any]  # `Verdict.derived` of every verdict on this spec
-    dropped: tuple[FieldPath, ...]  # prepared.dropped, made once
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
@@ -309,7 +307,7 @@ def _from_memo(
     document = {**prepared.document, "metadata": meta}
     meta_errors = validate_object_meta(meta, _METADATA)
     errors = (*remembered.admin_errors, *meta_errors, *remembered.spec_errors)
-    return _verdict_of(doc_type, document, remembered.dropped, errors, remembered.warnings,
+    return _verdict_of(doc_type, document, prepared.dropped, errors, remembered.warnings,
                        remembered.derived)
 
 
@@ -495,7 +493,7 @@ def _verdict(
     warnings: tuple[Advice, ...] = (),
     derived: dict[str, Any] | None = None,
 ) -> Verdict:
-    return _verdict_of(prepared.doc_type, prepared.document, tuple(prepared.dropped),
+    return _verdict_of(prepared.doc_type, prepared.document, prepared.dropped,
                        tuple(errors), warnings, derived)
 
 

@@ -21,7 +21,6 @@ is left out, so it cannot hold the others back.
 from __future__ import annotations
 
 import mmap
-import os
 import time
 from typing import Any
 
@@ -117,7 +116,9 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
     @nr_conns.setter
     def nr_conns(self, value: int) -> None:
         self._open = value
-        if self.balance_slot is not None and self.pid == os.getpid():  # not in the master
+        # No slot yet in the master (gthread's __init__ runs before `pre_fork`);
+        # `init_process` publishes the count again from the worker.
+        if self.balance_slot is not None:
             TABLE.set_open(self.balance_slot, value)
 
     @property

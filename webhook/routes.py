@@ -104,7 +104,7 @@ def _admit(endpoint: str) -> Response:
     if rejected is not None:
         code, message, decision = rejected
         _count(state, endpoint, decision, started)
-        return _error(code, message, keep_alive=_drain(state.config.max_body_bytes))
+        return _error(code, message, keep_alive=_drain(environ, length, state.config.max_body_bytes))
     if length is not None:
         # Within the limit (checked above): read exactly that from the server, without
         # werkzeug's limited-stream wrapper (a tenth of a request's own time in the app).
@@ -173,7 +173,7 @@ def _reject_transport(state: WebhookState, environ: dict[str, Any],
     return None
 
 
-def _drain(limit: int) -> bool:
+def _drain(environ: dict[str, Any], length: int | None, limit: int) -> bool:
     """Read and drop the unread body of a refused request; False when it is too big to.
 
     gunicorn drains at most 64 KiB of an unread body before it closes a kept-alive
@@ -182,12 +182,11 @@ def _drain(limit: int) -> bool:
     times the limit keeps that answer deliverable and the connection reusable; a
     body beyond that is not worth reading and the connection is closed instead.
     """
-    length = request.content_length
     if length is None:
         return True
     if length > 4 * limit:
         return False
-    stream = request.environ["wsgi.input"]
+    stream = environ["wsgi.input"]
     while length > 0:
         chunk = stream.read(min(length, 65536))
         if not chunk:
