@@ -14,8 +14,8 @@ from math import prod
 from typing import Any
 
 from draguard.schema.paths import FieldPath
+from draguard.schema.records import Record
 from draguard.schema.releases import Release
-from draguard.schema.slots import slot_setter
 
 IGNORE_ANNOTATION = "draguard.io/ignore"
 MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
@@ -44,7 +44,7 @@ CODES = (
 
 
 @dataclass(frozen=True, slots=True)
-class Advice:
+class Advice(Record):
     """One warning: where, a stable code, and what to do about it."""
 
     path: FieldPath
@@ -58,7 +58,7 @@ class Advice:
 
 
 @dataclass(frozen=True, slots=True)
-class Version:
+class Version(Record):
     """A Kubernetes version down to the patch, when known (release notes need patches)."""
 
     release: Release
@@ -123,29 +123,11 @@ def _give(out: list[Advice], advice: Advice | None) -> None:
         out.append(advice)
 
 
-_new_advice = object.__new__
-_set_path = slot_setter(Advice, "path")
-_set_code = slot_setter(Advice, "code")
-_set_message = slot_setter(Advice, "message")
-_set_release_note = slot_setter(Advice, "release_note")
-
-
-def _advice(path: FieldPath, code: str, message: str) -> Advice:
-    """`Advice(path, code, message)` for the checks that fire on most claims: each slot set
-    through its descriptor, where a frozen dataclass sets each by name (half the cost)."""
-    advice = _new_advice(Advice)
-    _set_path(advice, path)
-    _set_code(advice, code)
-    _set_message(advice, message)
-    _set_release_note(advice, False)
-    return advice
-
-
 # -- config-names-parent ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class ReferenceRewrite:
+class ReferenceRewrite(Record):
     """Replace `config[index].requests` by `new` (every parent name spelled out)."""
 
     index: int
@@ -262,7 +244,7 @@ def check_quota_charge(
     if charged <= needed:
         return None
     unit = "per pod " if per_pod else ""
-    return _advice(
+    return Advice(
         dpath.child("requests"),
         "quota-charge",
         f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
@@ -337,7 +319,7 @@ def check_counts_differ(
         return None
     shown = ", ".join(["All" if c == 0 else str(c) for c in counts])
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
-    return _advice(
+    return Advice(
         rpath.child("firstAvailable"),
         "alternative-counts-differ",
         f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "

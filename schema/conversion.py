@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from draguard.schema.records import Record
+
 ORDER_ANNOTATION = "draguard.io/request-order"
 PARALLEL_KEY = "prioritizedRequests"
 
@@ -97,7 +99,7 @@ def spec_hub_to_v1beta1(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class Origin:
+class Origin(Record):
     """Where a nested request came from in a parallel document."""
 
     list_name: str  # "requests" or "prioritizedRequests"

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from draguard.schema.paths import FieldPath
+from draguard.schema.records import Record
 
 
 class ErrorType(StrEnum):
@@ -77,12 +78,9 @@ _VALUELESS = {
 class _Omit:
     """Sentinel: the error carries no value (`field.OmitValueType`)."""
 
-    _instance: _Omit | None = None
-
-    def __new__(cls) -> _Omit:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    def __reduce__(self) -> str:
+        # A copy or an unpickled error (lint --jobs) gets the module's one instance.
+        return "OMIT"
 
     def __repr__(self) -> str:
         return "OMIT"
@@ -92,7 +90,7 @@ OMIT: Any = _Omit()
 
 
 @dataclass(frozen=True, slots=True)
-class FieldError:
+class FieldError(Record):
     """One finding: where (path), what kind (type), the bad value and the detail."""
 
     type: ErrorType

@@ -24,7 +24,7 @@ import orjson
 # An escape in the surrogate range (\ud800-\udfff), valid pairs included; only a text
 # with one is walked.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # raw: `re` reads the escapes
 REPLACEMENT = "\ufffd"
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from mypy_extensions import mypyc_attr
 
+
+@mypyc_attr(native_class=False)  # compiled modules cannot subclass str natively
 class MapKey(str):
     """A map key segment, rendered as `[key]` rather than `.key`."""
 
@@ -35,22 +38,16 @@ class FieldPath:
 
     @classmethod
     def root(cls, *names: str) -> FieldPath:
-        return _make(names)
-
-    # child and index build the path inline (no call to `_make`): they are the hot ones.
+        return FieldPath(names)
 
     def child(self, *names: str) -> FieldPath:
-        path = _new(FieldPath)
-        path.parts = self.parts + names
-        return path
+        return FieldPath(self.parts + names)
 
     def index(self, i: int) -> FieldPath:
-        path = _new(FieldPath)
-        path.parts = (*self.parts, i)
-        return path
+        return FieldPath((*self.parts, i))
 
     def key(self, k: str) -> FieldPath:
-        return _make((*self.parts, MapKey(k)))
+        return FieldPath((*self.parts, MapKey(k)))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FieldPath) and self.parts == other.parts
@@ -131,12 +128,3 @@ def parse_path(text: str) -> FieldPath:
     if name:
         parts.append(name)
     return FieldPath(tuple(parts))
-
-
-_new = object.__new__
-
-
-def _make(parts: tuple[Segment, ...]) -> FieldPath:
-    path = _new(FieldPath)
-    path.parts = parts
-    return path

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from draguard.schema.records import Record
+
 GROUP = "resource.k8s.io"
 API_VERSIONS = ("v1beta1", "v1beta2", "v1")
 
 
 @dataclass(frozen=True, slots=True)
-class Release:
+class Release(Record):
     """One Kubernetes minor release, as far as DRA claims are concerned."""
 
     minor: int

@@ -17,6 +17,8 @@ from importlib import metadata
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from draguard.schema.records import Record
+
 
 class Finding(NamedTuple):
     """One upstream error in a document, located in the user's own file (`contract.md` §3).
@@ -69,7 +71,7 @@ class DocumentResult(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
+class Summary(Record):
     documents: int
     valid: int
     invalid: int

@@ -25,6 +25,7 @@ from draguard.schema.defaults import (
 )
 from draguard.schema.errors import FieldError, malformed, unknown_field
 from draguard.schema.paths import FieldPath, MapKey, Segment
+from draguard.schema.records import Record
 from draguard.schema.releases import GROUP, Release
 
 Parts = tuple[Segment, ...]
@@ -38,7 +39,7 @@ _QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[K
 
 
 @dataclass(frozen=True)
-class Obj:
+class Obj(Record):
     """A JSON object with a closed set of fields (`open` ones accept anything else too)."""
 
     type_name: str
@@ -47,17 +48,17 @@ class Obj:
 
 
 @dataclass(frozen=True)
-class ListOf:
+class ListOf(Record):
     item: Node
 
 
 @dataclass(frozen=True)
-class MapOf:
+class MapOf(Record):
     value: Node
 
 
 @dataclass(frozen=True)
-class Scalar:
+class Scalar(Record):
     """`string`, `integer`, `boolean`, `quantity`, `any` or `raw` (RawExtension: null kept)."""
 
     kind: str
@@ -475,7 +476,7 @@ def json_type(value: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class DocumentType:
+class DocumentType(Record):
     """What a document claims to be: kind, version and shape."""
 
     kind: str

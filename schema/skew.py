@@ -16,6 +16,7 @@ from typing import Any
 from draguard.schema.errors import FieldError
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath
+from draguard.schema.records import Record
 from draguard.schema.releases import GROUP, RELEASES, Release
 from draguard.schema.shapes import identify
 from draguard.schema.validate import validate_object
@@ -33,7 +34,7 @@ _GATE_OF = {name: gate for name, (_, gate) in FEATURE_SINCE.items()}
 
 
 @dataclass(frozen=True, slots=True)
-class ReleaseView:
+class ReleaseView(Record):
     """One release's treatment of one document."""
 
     version: str

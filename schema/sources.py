@@ -31,6 +31,7 @@ import yaml
 from draguard.schema import blockyaml, jsondecode
 from draguard.schema.blockyaml import Lines
 from draguard.schema.paths import Segment
+from draguard.schema.records import Record
 from draguard.schema.yamlevents import Positions, load_with_positions
 
 Format = Literal["yaml", "json"]
@@ -41,7 +42,7 @@ SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
+class Source(Record):
     """The decoded text of one input file (or stdin) and how to read it."""
 
     name: str
@@ -50,7 +51,7 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
-class Unreadable:
+class Unreadable(Record):
     """An input that could not be read at all: missing, a directory error, bad bytes."""
 
     name: str
@@ -58,7 +59,7 @@ class Unreadable:
 
 
 @dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(Record):
     """One document's text and where its first character sits in its file (0-based)."""
 
     file: str
@@ -70,7 +71,7 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class SyntaxProblem:
+class SyntaxProblem(Record):
     """A document that does not parse, with the 1-based position of the problem."""
 
     detail: str
@@ -217,7 +218,7 @@ _PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, Recursion
 
 
 @dataclass(frozen=True, slots=True)
-class Parsed:
+class Parsed(Record):
     """A document's value and, for YAML, where its nodes start: libyaml's marks
     (`yamlevents.Positions`), or for plain block YAML its lines (`blockyaml.Lines`)."""
 

@@ -43,10 +43,10 @@ from draguard.schema.gates import drop_disabled_fields
 from draguard.schema.meta import validate_object_meta, validate_template_meta
 from draguard.schema.options import DEFAULT_OPTIONS, Options
 from draguard.schema.paths import FieldPath
+from draguard.schema.records import Record
 from draguard.schema.releases import Release
 from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
 from draguard.schema.shapes import DocumentType, Obj, document_node, identify, read
-from draguard.schema.slots import slot_setter
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
@@ -59,7 +59,7 @@ _TEMPLATE_METADATA = FieldPath.root("spec", "metadata")
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(Record):
     """The outcome for one document.
 
     `skipped` is true for anything that is not a ResourceClaim or ResourceClaimTemplate
@@ -506,39 +506,10 @@ def _verdict_of(
     derived: dict[str, Any] | None,
 ) -> Verdict:
     meta = document.get("metadata", {})
-    # Each slot set through its descriptor: a frozen dataclass's __init__ goes through
-    # object.__setattr__ by name per field, which costs about twice as much (~0.6 µs).
-    verdict = _new_verdict(Verdict)
-    _set_kind(verdict, doc_type.kind)
-    _set_api_version(verdict, doc_type.api_version)
-    _set_name(verdict, meta.get("name") or meta.get("generateName"))
-    _set_namespace(verdict, meta.get("namespace"))
-    _set_shape(verdict, doc_type.shape)
-    _set_errors(verdict, errors)
-    _set_skipped(verdict, False)
-    _set_skip_reason(verdict, "")
-    _set_internal(verdict, document)
-    _set_dropped(verdict, dropped)
-    _set_warnings(verdict, warnings)
-    _set_derived(verdict, {} if derived is None else derived)
-    return verdict
-
-
-_new_verdict = object.__new__
-_set_kind = slot_setter(Verdict, "kind")
-_set_api_version = slot_setter(Verdict, "api_version")
-_set_name = slot_setter(Verdict, "name")
-_set_namespace = slot_setter(Verdict, "namespace")
-_set_shape = slot_setter(Verdict, "shape")
-_set_errors = slot_setter(Verdict, "errors")
-_set_skipped = slot_setter(Verdict, "skipped")
-_set_skip_reason = slot_setter(Verdict, "skip_reason")
-_set_internal = slot_setter(Verdict, "internal")
-_set_dropped = slot_setter(Verdict, "dropped")
-_set_warnings = slot_setter(Verdict, "warnings")
-_set_derived = slot_setter(Verdict, "derived")
-# Every field must be set above: a slot left out would raise AttributeError on reading.
-assert len(Verdict.__slots__) == 12
+    return Verdict(doc_type.kind, doc_type.api_version,
+                   meta.get("name") or meta.get("generateName"), meta.get("namespace"),
+                   doc_type.shape, errors, False, "", document, dropped, warnings,
+                   {} if derived is None else derived)
 
 
 def _skipped(obj: Any) -> Verdict:

@@ -14,6 +14,7 @@ from typing import Any
 
 from draguard.schema.advice import Advice, Version
 from draguard.schema.paths import FieldPath
+from draguard.schema.records import Record
 from draguard.schema.shapes import PARALLEL_KEY, identify
 
 # Where each workload kind keeps its pod spec.
@@ -29,7 +30,7 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class ClaimRequests:
+class ClaimRequests(Record):
     """A claim's top-level request names, each with its subrequest names (empty: exact)."""
 
     requests: dict[str, frozenset[str]]

@@ -11,37 +11,15 @@ Load with `load_fakes()` from a test module (the test folders are not packages).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from draguard.schema.advice import Advice
 from draguard.schema.errors import ErrorType, FieldError
 from draguard.schema.options import Options
-from draguard.schema.paths import FieldPath, parse_path
+from draguard.schema.paths import parse_path
 from draguard.schema.validate import Verdict
 
 DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
-
-
-@dataclass(frozen=True)
-class FakeWarning:
-    path: FieldPath
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
-class VerdictWithWarnings:
-    """Verdict's fields plus `warnings`, as issue 7 will add them."""
-
-    kind: str | None
-    api_version: str | None
-    name: str | None
-    namespace: str | None
-    shape: str | None
-    errors: tuple[FieldError, ...]
-    warnings: tuple[FakeWarning, ...]
-    skipped: bool = False
-    skip_reason: str = ""
 
 
 def fake_validate(obj: Any, *, options: Options) -> Any:
@@ -58,6 +36,5 @@ def fake_validate(obj: Any, *, options: Options) -> Any:
                    for t, p in obj.get("x-errors", []))
     if "x-warnings" not in obj:
         return Verdict(kind, api, meta.get("name"), namespace, shape, errors)
-    warnings = tuple(FakeWarning(parse_path(p), code, f"fake {code}")
-                     for code, p in obj["x-warnings"])
-    return VerdictWithWarnings(kind, api, meta.get("name"), namespace, shape, errors, warnings)
+    warnings = tuple(Advice(parse_path(p), code, f"fake {code}") for code, p in obj["x-warnings"])
+    return Verdict(kind, api, meta.get("name"), namespace, shape, errors, warnings=warnings)
