@@ -8,11 +8,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from draguard.deploy.render import DEPLOY_ROOT, render
+from draguard.deploy.render import render
 from draguard.webhook.main import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
-CONTAINERFILE = DEPLOY_ROOT / "Containerfile"
+CONTAINERFILE = REPO / "deploy" / "Containerfile"
 
 
 def final_stage() -> dict[str, list[str]]:
@@ -70,6 +70,16 @@ def test_every_package_folder_is_copied_and_not_ignored() -> None:
     copied = {shlex.split(line)[1].rstrip("/") for line in build_text.splitlines()
               if line.startswith("COPY ") and "--from" not in line}
     assert folders <= copied
-    ignore = (DEPLOY_ROOT / "Containerfile.dockerignore").read_text(encoding="utf-8").split()
+    ignore = (REPO / "deploy" / "Containerfile.dockerignore").read_text(encoding="utf-8").split()
     assert {f"!{folder}/" for folder in folders} <= set(ignore)
     assert "Containerfile" in pyproject["tool"]["setuptools"]["package-data"]["draguard.deploy"]
+
+
+def test_build_files_are_copied_and_not_ignored() -> None:
+    """pyproject.toml and setup.py (which compiles the hot modules) reach the build stage."""
+    copy_lines = [shlex.split(line) for line in CONTAINERFILE.read_text(encoding="utf-8").splitlines()
+                  if line.startswith("COPY ") and "--from" not in line]
+    copied = {name for words in copy_lines for name in words[1:-1]}
+    assert {"pyproject.toml", "setup.py"} <= copied
+    ignore = (REPO / "deploy" / "Containerfile.dockerignore").read_text(encoding="utf-8").split()
+    assert {"!pyproject.toml", "!setup.py"} <= set(ignore)
