@@ -46,7 +46,14 @@ from draguard.schema.paths import FieldPath
 from draguard.schema.records import Record
 from draguard.schema.releases import Release
 from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
-from draguard.schema.shapes import DocumentType, Obj, document_node, identify, read
+from draguard.schema.shapes import (
+    DocumentType,
+    Obj,
+    document_node,
+    identify,
+    plain_metadata,
+    read,
+)
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
@@ -295,12 +302,14 @@ def _from_memo(
     obj: dict[str, Any], doc_type: DocumentType, options: Options, remembered: _Remembered
 ) -> Verdict | None:
     """A verdict from the memo plus fresh metadata checks; None when metadata needs the full path."""
-    node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
-    meta_node = node.fields["metadata"]
-    reading = read(obj.get("metadata", {}), meta_node, _METADATA, doc_type.api_version)
-    if reading.findings or not isinstance(reading.value, dict):
-        return None
-    meta: dict[str, Any] = reading.value
+    raw = obj.get("metadata", {})
+    meta = plain_metadata(raw)
+    if meta is None:
+        node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
+        reading = read(raw, node.fields["metadata"], _METADATA, doc_type.api_version)
+        if reading.findings or not isinstance(reading.value, dict):
+            return None
+        meta = reading.value
     if options.default_namespace and not meta.get("namespace"):
         meta["namespace"] = options.default_namespace
     prepared = remembered.prepared
