@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from draguard.schema.advice import Advice
-from draguard.schema.errors import OMIT, ErrorType, FieldError, invalid, required
+from draguard.schema.errors import OMIT, ErrorType, invalid, required
 from draguard.schema.options import Options
 from draguard.schema.paths import FieldPath, MapKey
 from draguard.schema.sources import Chunk
