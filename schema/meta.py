@@ -36,8 +36,8 @@ _LABELS_AND_ANNOTATIONS = frozenset(("labels", "annotations"))
 def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> list[FieldError]:
     """`ValidateObjectMeta` with a required namespace and a DNS-subdomain name (rule 1).
 
-    A list, built in one call: the webhook checks every claim's metadata, nearly always
-    finding nothing, and a generator per check (and per label map) cost more than that.
+    A list, as are the label and annotation checks: the webhook checks every claim's
+    metadata, nearly always finding nothing, and generators cost more than that.
     """
     errors: list[FieldError] = []
     generate_name = meta.get("generateName", "")
@@ -65,42 +65,40 @@ def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> list[FieldErr
         errors.append(invalid(path.child("generation"), meta["generation"],
                               "must be greater than or equal to 0"))
     labels, annotations = meta.get("labels"), meta.get("annotations")
-    if labels and not _labels_valid(labels):  # absent or empty: nothing to check
-        errors += validate_labels(labels, path.child("labels"))
+    if labels:  # absent or empty (the common cases) has nothing to check
+        errors += validate_labels(labels, path)
     if annotations:
-        errors += validate_annotations(annotations, path.child("annotations"))
+        errors += validate_annotations(annotations, path)
     return errors
 
 
-def _labels_valid(labels: dict[str, str]) -> bool:
-    """Whether `validate_labels` finds nothing (a loop of two cached predicates)."""
-    for key, value in labels.items():
-        if not (formats.is_qualified_name(key) and formats.is_label_value(value)):
-            return False
-    return True
-
-
-def validate_labels(labels: dict[str, str], path: FieldPath) -> Iterator[FieldError]:
-    """Errors are reported at `…labels` itself, not per key, as upstream does."""
+def validate_labels(labels: dict[str, str], meta_path: FieldPath) -> list[FieldError]:
+    """Errors are reported at `<meta_path>.labels` itself, not per key, as upstream does
+    (the path is built only for an error: nearly every label map has none)."""
+    errors: list[FieldError] = []
     for key, value in labels.items():
         if not formats.is_qualified_name(key):
-            for msg in formats.qualified_name_messages(key):
-                yield invalid(path, key, msg)
+            errors += [invalid(meta_path.child("labels"), key, msg)
+                       for msg in formats.qualified_name_messages(key)]
         if not formats.is_label_value(value):
-            for msg in formats.label_value_messages(value):
-                yield invalid(path, value, msg)
+            errors += [invalid(meta_path.child("labels"), value, msg)
+                       for msg in formats.label_value_messages(value)]
+    return errors
 
 
-def validate_annotations(annotations: dict[str, str], path: FieldPath) -> Iterator[FieldError]:
+def validate_annotations(annotations: dict[str, str], meta_path: FieldPath) -> list[FieldError]:
+    """Errors at `<meta_path>.annotations`, the path built only for an error."""
+    errors: list[FieldError] = []
     total = 0
     for key, value in annotations.items():
         lowered = key.lower()
         if not formats.is_qualified_name(lowered):
-            for msg in formats.qualified_name_messages(lowered):
-                yield invalid(path, key, msg)
+            errors += [invalid(meta_path.child("annotations"), key, msg)
+                       for msg in formats.qualified_name_messages(lowered)]
         total += _utf8_size(key) + _utf8_size(value)
     if total > TOTAL_ANNOTATION_SIZE:
-        yield too_long(path, TOTAL_ANNOTATION_SIZE)
+        errors.append(too_long(meta_path.child("annotations"), TOTAL_ANNOTATION_SIZE))
+    return errors
 
 
 def _utf8_size(text: str) -> int:
@@ -112,9 +110,9 @@ def validate_template_meta(meta: dict[str, Any], path: FieldPath) -> Iterator[Fi
     """Rule 2: a template's `spec.metadata` may hold only labels and annotations."""
     labels, annotations = meta.get("labels"), meta.get("annotations")
     if annotations:
-        yield from validate_annotations(annotations, path.child("annotations"))
+        yield from validate_annotations(annotations, path)
     if labels:
-        yield from validate_labels(labels, path.child("labels"))
+        yield from validate_labels(labels, path)
     if meta.keys() <= _LABELS_AND_ANNOTATIONS:
         return  # the common template: no other field to forbid
     for json_name, go_name in _TEMPLATE_META_FIELDS:
