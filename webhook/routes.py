@@ -20,7 +20,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from draguard.webhook.app import WebhookState, decisions
 from draguard.webhook.config import FailureMode
-from draguard.webhook.decisionlog import UtcClock, log_line
+from draguard.webhook.decisionlog import log_line
 from draguard.webhook.review import (
     Answer,
     BadReview,
@@ -36,7 +36,6 @@ blueprint = Blueprint("draguard", __name__)
 
 Answerer = Callable[..., Answer]
 JSON_TYPES = frozenset({"application/json"})
-_clock = UtcClock()
 ANSWERERS: dict[str, Answerer] = {"validate": answer_validate, "mutate": answer_mutate}
 # Built once: json.dumps with separators builds a new encoder on every call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
@@ -219,7 +218,6 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     log_line(decisions, {
-        "time": _clock.now(),
         "msg": "admission",
         "endpoint": endpoint,
         "uid": result.review.uid,

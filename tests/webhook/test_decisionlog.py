@@ -8,12 +8,20 @@ import logging
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from draguard.webhook.decisionlog import BatchingHandler, JsonLine, encode_line, log_line
+from draguard.webhook.decisionlog import (
+    BatchingHandler,
+    JsonLine,
+    UtcClock,
+    encode_line,
+    log_line,
+    stamped,
+)
 
 from .conftest import start_server
 
@@ -58,18 +66,65 @@ def test_encode_line_reads_back_as_the_stdlib_encoding(message: dict[str, object
 
 @pytest.mark.parametrize("message", ODD_VALUES)
 def test_log_line_writes_what_a_record_would(message: dict[str, object]) -> None:
+    """The queued fast path writes the line a stamped record would, once encoded."""
+    now = 1_764_720_000_123_456_789
     direct, recorded = io.StringIO(), io.StringIO()
     for stream, name in ((direct, "test.decisionlog.direct"), (recorded, "test.decisionlog.rec")):
         handler = BatchingHandler(stream, interval=60, max_lines=1000)
         handler.setFormatter(JsonLine())
         log = logger_with(handler, name)
         if stream is direct:
-            log_line(log, message)
+            log_line(log, message, now_ns=now)
         else:
-            log.info(message)
+            log.info(stamped(now, message))
         handler.close()
     assert direct.getvalue() == recorded.getvalue()
+    assert direct.getvalue().startswith('{"time":"2025-12-03T00:00:00.123+00:00",')
     assert direct.getvalue().endswith("\n")
+
+
+def test_a_queued_decision_keeps_the_time_it_was_logged_at() -> None:
+    """Lines are encoded when their batch is written, but stamped with the call's time."""
+    stream = io.StringIO()
+    handler = BatchingHandler(stream, interval=60, max_lines=1000)
+    handler.setFormatter(JsonLine())
+    log = logger_with(handler, "test.decisionlog.stamp")
+    before = UtcClock().now()
+    log_line(log, {"uid": "early"})
+    after = UtcClock().now()
+    time.sleep(0.01)
+    log.info({"uid": "record"})  # a record between two queued decisions keeps its place
+    log_line(log, {"uid": "late"}, now_ns=0)
+    handler.flush()
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line["uid"] for line in lines] == ["early", "record", "late"]
+    assert before <= lines[0]["time"] <= after
+    assert list(lines[0]) == ["time", "uid"]
+    assert lines[2]["time"] == "1970-01-01T00:00:00.000+00:00"
+    handler.close()
+
+
+def test_lines_from_many_threads_are_each_written_once() -> None:
+    """Requests queue without the lock while full batches are written from any thread."""
+    stream = io.StringIO()
+    handler = BatchingHandler(stream, interval=0.001, max_lines=7)
+    handler.setFormatter(JsonLine())
+    log = logger_with(handler, "test.decisionlog.threads")
+
+    def send(worker: int) -> None:
+        for n in range(500):
+            log_line(log, {"w": worker, "n": n})
+
+    threads = [threading.Thread(target=send, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    handler.close()
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert len(lines) == 6 * 500
+    for worker in range(6):  # each thread's lines complete and in its order
+        assert [line["n"] for line in lines if line["w"] == worker] == list(range(500))
 
 
 def test_log_line_goes_through_records_for_any_other_set_up() -> None:
