@@ -12,10 +12,10 @@ import argparse
 import statistics
 import time
 
-from draguard.schema import cel
-from draguard.schema.cel_env import EnvFlags, environment
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import DEFAULT_RELEASE
+from draguard.schema.cel import check as cel
+from draguard.schema.cel.environment import EnvFlags, environment
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import DEFAULT_RELEASE
 
 EXPRESSIONS = [
     'device.driver == "gpu.nvidia.com"',

@@ -30,7 +30,7 @@ import yaml
 
 from draguard.schema.cli.convert import convert_file
 from draguard.schema.convert import TARGETS, convert_document
-from draguard.schema.options import DEFAULT_OPTIONS
+from draguard.schema.model.options import DEFAULT_OPTIONS
 from draguard.schema.roundtrip import round_trips
 
 TARGET_PER_SECOND = 5000

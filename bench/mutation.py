@@ -29,10 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from draguard.schema.options import DEFAULT_OPTIONS
+from draguard.schema.model.options import DEFAULT_OPTIONS
+from draguard.schema.policy.model import PolicyStore, load_policy
+from draguard.schema.policy.mutation import apply_policy, mutate
 from draguard.schema.validate import validate_object
-from draguard.webhook.mutation import apply_policy, mutate
-from draguard.webhook.policy import PolicyStore, load_policy
 
 EXPAND_P99_TARGET_MS = 2.0
 

@@ -272,7 +272,7 @@ def start_servers(folder: Path) -> tuple[dict[str, subprocess.Popen[bytes]], dic
     ca = state / "ca.crt"
     ports = {"draguard": bench_webhook.free_port(), "noop": bench_webhook.free_port()}
     servers = {"draguard": bench_webhook.start(
-        [sys.executable, "-m", "draguard.webhook.main", "serve", "--host", "127.0.0.1",
+        [sys.executable, "-m", "draguard.webhook.cli.main", "serve", "--host", "127.0.0.1",
          "--port", str(ports["draguard"]), "--state-dir", str(state), "--workers", "2",
          "--threads", "4", "--log-level", "warning"],
         ports["draguard"], ca, folder / "draguard.log")}

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     state, port = folder / "state", bench_webhook.free_port()
     ca = state / "ca.crt"
     server = bench_webhook.start(
-        [sys.executable, "-m", "draguard.webhook.main", "serve", "--host", "127.0.0.1",
+        [sys.executable, "-m", "draguard.webhook.cli.main", "serve", "--host", "127.0.0.1",
          "--port", str(port), "--state-dir", str(state), "--workers", "2", "--threads", "4",
          "--log-level", "warning"], port, ca, folder / "server.log")
     modes = ["new"] * args.new_connection_clients + ["keep-alive"] * (

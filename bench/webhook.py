@@ -31,7 +31,7 @@ no-op throughput and p99 < 10 ms at 200 requests/s, in both modes.
 
 Two things to know when reading the figures. The no-op app runs on the same server as
 draguard: the same `gunicorn_settings`, and the same one-write-per-answer response
-(`draguard.webhook.singlewrite`), so the ratio measures what judging costs, not a
+(`draguard.webhook.serving.singlewrite`), so the ratio measures what judging costs, not a
 difference in the HTTP stack. And with keep-alive a round's throughput depends on how
 the `--concurrency` connections happen to spread over the two workers (4+0, 3+1 or 2+2:
 one GIL busy or both), for either server, so single rounds differ by up to 2.5×; use
@@ -100,7 +100,7 @@ def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
     from gunicorn.app.base import BaseApplication
 
     from draguard.webhook.config import Config
-    from draguard.webhook.server import gunicorn_settings
+    from draguard.webhook.serving.server import gunicorn_settings
 
     config = Config(host="127.0.0.1", port=port, state_dir=state_dir, workers=workers,
                     threads=threads, log_level="warning")
@@ -128,7 +128,7 @@ def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
                 self.cfg.set(name, value)
 
         def load(self) -> Flask:
-            from draguard.webhook.singlewrite import install
+            from draguard.webhook.serving.singlewrite import install
 
             install()  # as WebhookServer.load does: the same server, only the app differs
             return noop_app()
@@ -372,7 +372,7 @@ def main() -> int:
     state = folder / "state"
     ca = state / "ca.crt"
     ports = {"draguard": free_port(), "noop": free_port()}
-    draguard = start([sys.executable, "-m", "draguard.webhook.main", "serve",
+    draguard = start([sys.executable, "-m", "draguard.webhook.cli.main", "serve",
                       "--host", "127.0.0.1", "--port", str(ports["draguard"]),
                       "--state-dir", str(state), "--workers", str(args.workers),
                       "--threads", str(args.threads), "--log-level", "warning"],

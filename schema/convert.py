@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from draguard.schema.conversion import (
+from draguard.schema.model.diff import Change, diff
+from draguard.schema.model.fieldmap import (
     ORDER_ANNOTATION,
     PARALLEL_KEY,
     decode_order,
@@ -25,11 +26,10 @@ from draguard.schema.conversion import (
     parallel_to_nested,
     spec_hub_to_v1beta1,
 )
-from draguard.schema.diff import Change, diff
-from draguard.schema.options import DEFAULT_OPTIONS, Options
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import GROUP
-from draguard.schema.shapes import DocumentType, document_node, identify, read
+from draguard.schema.model.options import DEFAULT_OPTIONS, Options
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import GROUP
+from draguard.schema.model.shapes import DocumentType, document_node, identify, read
 from draguard.schema.validate import prepare
 
 VERSION_TARGETS = ("v1", "v1beta2", "v1beta1")

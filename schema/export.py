@@ -1,7 +1,7 @@
 """JSON Schemas (draft 2020-12) for DRA claims and templates, per API version and release.
 
 The structure (which fields exist, their JSON types) is not written down here: it is
-walked from `draguard.schema.shapes`, the same description the reader uses, so the
+walked from `draguard.schema.model.shapes`, the same description the reader uses, so the
 schemas and `draguard lint` can never disagree on field names. This module only adds
 what a schema can say about values: name patterns and lengths, enums, list limits,
 required fields, the `exactly`/`firstAvailable` one-of and a few if/then rules. The
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from draguard.schema import shapes
-from draguard.schema.releases import DEFAULT_RELEASE, GROUP, Release
+from draguard.schema.model import shapes
+from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
 
 Schema = dict[str, Any]
 

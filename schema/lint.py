@@ -19,18 +19,18 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from draguard.schema import errors
-from draguard.schema.advice import Version, ignored_codes
-from draguard.schema.blockyaml import Lines
-from draguard.schema.errors import FieldError
-from draguard.schema.options import Options
-from draguard.schema.paths import FieldPath, Segment
+from draguard.schema.advice.claims import Version, ignored_codes
+from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
+from draguard.schema.model import errors
+from draguard.schema.model.errors import FieldError
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath, Segment
+from draguard.schema.model.shapes import json_type
+from draguard.schema.read.blockyaml import Lines
+from draguard.schema.read.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
+from draguard.schema.read.yamlevents import Positions
 from draguard.schema.report import DocumentResult, Finding, LintWarning
-from draguard.schema.shapes import json_type
-from draguard.schema.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
 from draguard.schema.validate import Verdict, validate_object
-from draguard.schema.workloads import POD_SPEC_PATHS, check_workload, index_claims
-from draguard.schema.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""

@@ -17,7 +17,7 @@ from importlib import metadata
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from draguard.schema.records import Record
+from draguard.schema.model.records import Record
 
 
 class Finding(NamedTuple):

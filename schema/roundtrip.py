@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
 
-from draguard.schema.conversion import ORDER_ANNOTATION
 from draguard.schema.convert import Conversion, convert_document
-from draguard.schema.defaults import default_claim_spec
-from draguard.schema.diff import Change, diff
-from draguard.schema.options import DEFAULT_OPTIONS, Options
-from draguard.schema.shapes import identify
+from draguard.schema.model.defaults import default_claim_spec
+from draguard.schema.model.diff import Change, diff
+from draguard.schema.model.fieldmap import ORDER_ANNOTATION
+from draguard.schema.model.options import DEFAULT_OPTIONS, Options
+from draguard.schema.model.shapes import identify
 from draguard.schema.validate import prepare
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from draguard.schema.errors import FieldError
-from draguard.schema.options import Options
-from draguard.schema.paths import FieldPath
-from draguard.schema.records import Record
-from draguard.schema.releases import GROUP, RELEASES, Release
-from draguard.schema.shapes import identify
+from draguard.schema.model.errors import FieldError
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.records import Record
+from draguard.schema.model.releases import GROUP, RELEASES, Release
+from draguard.schema.model.shapes import identify
 from draguard.schema.validate import validate_object
 
 # The release in which each gated field became on by default (§1.1); before it, a

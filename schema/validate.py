@@ -15,22 +15,14 @@ from typing import Any
 
 import orjson
 
-from draguard.schema.advice import (
+from draguard.schema.advice.claims import (
     IGNORE_ANNOTATION,
     Advice,
     Version,
     advise_claim_spec,
     ignored_codes,
 )
-from draguard.schema.conversion import (
-    ORDER_ANNOTATION,
-    Origin,
-    decode_order,
-    parallel_to_nested,
-    spec_v1beta1_to_hub,
-)
-from draguard.schema.conversion import PARALLEL_KEY as _PARALLEL
-from draguard.schema.errors import (
+from draguard.schema.model.errors import (
     ErrorType,
     FieldError,
     forbidden,
@@ -39,14 +31,20 @@ from draguard.schema.errors import (
     too_many,
     unknown_field,
 )
-from draguard.schema.gates import drop_disabled_fields
-from draguard.schema.meta import validate_object_meta, validate_template_meta
-from draguard.schema.options import DEFAULT_OPTIONS, Options
-from draguard.schema.paths import FieldPath
-from draguard.schema.records import Record
-from draguard.schema.releases import Release
-from draguard.schema.rules import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
-from draguard.schema.shapes import (
+from draguard.schema.model.fieldmap import (
+    ORDER_ANNOTATION,
+    Origin,
+    decode_order,
+    parallel_to_nested,
+    spec_v1beta1_to_hub,
+)
+from draguard.schema.model.fieldmap import PARALLEL_KEY as _PARALLEL
+from draguard.schema.model.gates import drop_disabled_fields
+from draguard.schema.model.options import DEFAULT_OPTIONS, Options
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.records import Record
+from draguard.schema.model.releases import Release
+from draguard.schema.model.shapes import (
     DocumentType,
     Obj,
     document_node,
@@ -54,6 +52,8 @@ from draguard.schema.shapes import (
     plain_metadata,
     read,
 )
+from draguard.schema.rules.metadata import validate_object_meta, validate_template_meta
+from draguard.schema.rules.spec import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 

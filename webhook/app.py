@@ -16,12 +16,12 @@ from typing import Any
 
 from flask import Flask
 
-from draguard.schema.options import Options
+from draguard.schema.model.options import Options
 from draguard.webhook.config import Config
-from draguard.webhook.decisionlog import BatchingHandler, JsonLine
-from draguard.webhook.metrics import Metrics
 from draguard.webhook.review import Mutator, RuleSet
-from draguard.webhook.tls import ContextCache, cache_for
+from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
+from draguard.webhook.serving.metrics import Metrics
+from draguard.webhook.serving.tls import ContextCache, cache_for
 
 log = logging.getLogger("draguard.webhook")
 decisions = logging.getLogger("draguard.webhook.decisions")
@@ -108,7 +108,7 @@ def warm(rules: RuleSet) -> str | None:
 
 def load_mutator(config: Config, *,
                  on_failure: Callable[[], None] | None = None) -> Mutator | None:
-    """The policy-driven mutator (`draguard.webhook.mutation`), or None without `--policy`.
+    """The policy-driven mutator (`draguard.schema.policy.mutation`), or None without `--policy`.
 
     None makes `/mutate` allow everything with an empty patch (issue 4 §3: no policy →
     an empty patch). The store re-reads the file when it changes (ConfigMap updates);
@@ -116,8 +116,8 @@ def load_mutator(config: Config, *,
     """
     if config.policy is None:
         return None
-    from draguard.webhook.mutation import Mutation, mutate
-    from draguard.webhook.policy import PolicyStore
+    from draguard.schema.policy.model import PolicyStore
+    from draguard.schema.policy.mutation import Mutation, mutate
 
     store = PolicyStore(config.policy, on_failure=on_failure)
     # Load now, at worker start: a worker that first reads the file after it broke has
@@ -134,7 +134,7 @@ def _configure_decision_log() -> None:
     """One JSON object per line on stderr for decisions; gunicorn-like lines for the rest.
 
     gunicorn configures only its own loggers, so draguard's get a handler here. Decision
-    lines are written in batches (`draguard.webhook.decisionlog`), flushed at exit.
+    lines are written in batches (`draguard.webhook.serving.decisionlog`), flushed at exit.
     """
     if decisions.handlers:
         return

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from draguard.schema.releases import DEFAULT_RELEASE, Release, release
+from draguard.schema.model.releases import DEFAULT_RELEASE, Release, release
 
 FailureMode = Literal["open", "closed"]
 

@@ -16,13 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
-from draguard.schema import jsondecode
-from draguard.schema.errors import FieldError, aggregate_message, go_quote
-from draguard.schema.options import Options
-from draguard.schema.releases import DEFAULT_RELEASE, GROUP, Release
+from draguard.schema.advice.skew import limit_warnings, skew_warnings
+from draguard.schema.model.errors import FieldError, aggregate_message, go_quote
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
+from draguard.schema.read import jsondecode
 from draguard.schema.validate import Verdict, validate_object, validate_update
 from draguard.webhook.config import FailureMode
-from draguard.webhook.skew import limit_warnings, skew_warnings
 
 API_VERSION = "admission.k8s.io/v1"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
@@ -75,7 +75,7 @@ class Answer(NamedTuple):
 
 
 class MutationLike(Protocol):
-    """What `draguard.webhook.mutation.mutate` returns: patch ops, denial errors, warnings."""
+    """What `draguard.schema.policy.mutation.mutate` returns: patch ops, denial errors, warnings."""
 
     @property
     def patch(self) -> Sequence[Mapping[str, Any]]: ...
@@ -200,7 +200,7 @@ def answer_mutate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) 
         return Answer(_response(review.uid, allowed=True), review, "ignored")
     kind, version = _kind_version(review.object)
     if rules.mutator is None:
-        # Seam: until a policy is configured (or draguard.webhook.mutation exists) the
+        # Seam: until a policy is configured (or draguard.schema.policy.mutation exists) the
         # mutating webhook is a no-op that allows everything.
         return Answer(_response(review.uid, allowed=True), review, "allowed", kind, version)
     try:

@@ -20,7 +20,6 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from draguard.webhook.app import WebhookState, decisions
 from draguard.webhook.config import FailureMode
-from draguard.webhook.decisionlog import log_line
 from draguard.webhook.review import (
     Answer,
     BadReview,
@@ -30,6 +29,7 @@ from draguard.webhook.review import (
     answer_validate,
     parse_review,
 )
+from draguard.webhook.serving.decisionlog import log_line
 
 log = logging.getLogger("draguard.webhook")
 blueprint = Blueprint("draguard", __name__)

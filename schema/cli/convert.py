@@ -26,9 +26,9 @@ from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
 from draguard.schema.convert import TARGETS, convert_document
-from draguard.schema.options import Options
-from draguard.schema.releases import DEFAULT_RELEASE, release
-from draguard.schema.sources import (
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import DEFAULT_RELEASE, release
+from draguard.schema.read.sources import (
     STDIN,
     STDIN_NAME,
     Chunk,
@@ -38,7 +38,7 @@ from draguard.schema.sources import (
     read_source,
     split_documents,
 )
-from draguard.schema.yamledit import (
+from draguard.schema.read.yamledit import (
     Donors,
     apply,
     check_expansion,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from draguard.schema.sources import (
+from draguard.schema.read.sources import (
     Chunk,
     SyntaxProblem,
     Unreadable,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from draguard.schema.export import export_schemas, write_schemas
-from draguard.schema.releases import DEFAULT_RELEASE, Release, release
+from draguard.schema.model.releases import DEFAULT_RELEASE, Release, release
 
 EPILOG = """\
 kubeconform (ours first: it uses the first location that has a schema):

@@ -20,10 +20,10 @@ from typing import Any
 from ruamel.yaml.comments import CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from draguard.schema.advice import config_reference_rewrites
-from draguard.schema.shapes import identify
-from draguard.schema.sources import STDIN, Unreadable, expand_paths, read_source
-from draguard.schema.yamledit import dump_documents, load_documents, to_plain
+from draguard.schema.advice.claims import config_reference_rewrites
+from draguard.schema.model.shapes import identify
+from draguard.schema.read.sources import STDIN, Unreadable, expand_paths, read_source
+from draguard.schema.read.yamledit import dump_documents, load_documents, to_plain
 
 EXIT_OK, EXIT_UNFIXABLE, EXIT_USAGE = 0, 1, 2
 

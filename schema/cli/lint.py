@@ -16,11 +16,18 @@ from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import BinaryIO, TextIO
 
-from draguard.schema import lint, releases
-from draguard.schema.advice import PROFILES
-from draguard.schema.options import Options
+from draguard.schema import lint
+from draguard.schema.advice.claims import PROFILES
+from draguard.schema.model import releases
+from draguard.schema.model.options import Options
+from draguard.schema.read.sources import (
+    Chunk,
+    Unreadable,
+    expand_paths,
+    read_source,
+    split_documents,
+)
 from draguard.schema.report import REPORTERS, Report, render
-from draguard.schema.sources import Chunk, Unreadable, expand_paths, read_source, split_documents
 from draguard.schema.validate import validate_object
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

@@ -15,8 +15,8 @@ from typing import Any
 
 from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.options import Options
-from draguard.schema.releases import DEFAULT_RELEASE, release
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import DEFAULT_RELEASE, release
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2

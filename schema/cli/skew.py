@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.errors import FieldError
-from draguard.schema.releases import NEWEST, OLDEST, RELEASES
+from draguard.schema.model.errors import FieldError
+from draguard.schema.model.releases import NEWEST, OLDEST, RELEASES
+from draguard.schema.read.sources import STDIN_NAME
 from draguard.schema.skew import ReleaseView, component_notes, releases_between, skew_document
-from draguard.schema.sources import STDIN_NAME
 
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE = 0, 1, 2
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from draguard.schema.options import Options
-from draguard.schema.releases import release
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 
 CASES_DIR = Path(__file__).resolve().parent
 EXPECTED_FILE = CASES_DIR / "expected.yaml"

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from draguard.certs.cli import main
 from draguard.certs.cluster import ClusterApi
 from draguard.certs.files import StatePaths, ca_bundle_b64, load_pair
-from draguard.webhook.main import main as draguard_main
+from draguard.webhook.cli.main import main as draguard_main
 
 DAY = dt.timedelta(days=1)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from draguard.deploy.render import render
-from draguard.webhook.main import COMMANDS
+from draguard.webhook.cli.main import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERFILE = REPO / "deploy" / "Containerfile"

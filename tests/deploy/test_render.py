@@ -28,7 +28,7 @@ from draguard.deploy.render import (
     render_yaml,
     wrapper_kustomization,
 )
-from draguard.webhook.main import main as draguard_main
+from draguard.webhook.cli.main import main as draguard_main
 
 KUBECTL = shutil.which("kubectl")
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")

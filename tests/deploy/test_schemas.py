@@ -13,7 +13,7 @@ import pytest
 from kubernetes_validate.utils import SchemaNotFoundError, latest_version
 
 from draguard.deploy.render import CERT_MODES, RenderOptions, render
-from draguard.schema.releases import OLDEST
+from draguard.schema.model.releases import OLDEST
 
 Manifest = dict[str, Any]
 

@@ -158,7 +158,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAGUARD_")}
     log = root / "serve.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "draguard.webhook.main", *argv],
+        process = subprocess.Popen([sys.executable, "-m", "draguard.webhook.cli.main", *argv],
                                    stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
     try:
         wait_ready(process, port, configurations["ValidatingWebhookConfiguration"], log)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from draguard.schema.cli import lint as lint_cli
-from draguard.schema.errors import ErrorType
+from draguard.schema.model.errors import ErrorType
 
 from .conftest import ROOT, _load, review
 

@@ -191,7 +191,7 @@ def test_one_subprocess_run_over_every_class(tmp_path: Path) -> None:
     for name, make, _, _ in CLASSES:
         write(tmp_path, name, make())
     for command in (["lint", "--output", "text"], ["convert", "--to", "v1"]):
-        done = subprocess.run([sys.executable, "-m", "draguard.webhook.main", *command,
+        done = subprocess.run([sys.executable, "-m", "draguard.webhook.cli.main", *command,
                                str(tmp_path)], capture_output=True, timeout=120, check=False)
         assert done.returncode == 2, done.stderr[-500:]
         assert b"Traceback" not in done.stdout + done.stderr

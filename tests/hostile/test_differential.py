@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.cli import lint as lint_cli
-from draguard.schema.errors import ErrorType
-from draguard.schema.options import Options
+from draguard.schema.model.errors import ErrorType
+from draguard.schema.model.options import Options
 from draguard.schema.validate import validate_object
 
 from .conftest import review

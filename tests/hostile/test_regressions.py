@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.options import DEFAULT_OPTIONS
+from draguard.schema.model.options import DEFAULT_OPTIONS
+from draguard.schema.policy.model import load_policy
+from draguard.schema.policy.mutation import mutate
 from draguard.schema.validate import validate_object
-from draguard.webhook.mutation import mutate
-from draguard.webhook.policy import load_policy
 from draguard.webhook.review import MAX_NESTING, BadReview, parse_review
 
 POLICY = Path(__file__).resolve().parents[2] / "examples" / "policy.yaml"

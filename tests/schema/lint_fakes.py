@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from draguard.schema.advice import Advice
-from draguard.schema.errors import ErrorType, FieldError
-from draguard.schema.options import Options
-from draguard.schema.paths import parse_path
+from draguard.schema.advice.claims import Advice
+from draguard.schema.model.errors import ErrorType, FieldError
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import parse_path
 from draguard.schema.validate import Verdict
 
 DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")

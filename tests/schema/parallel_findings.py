@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from draguard.schema.conversion import decode_order, parallel_to_nested
-from draguard.schema.errors import ErrorType
-from draguard.schema.options import DEFAULT_OPTIONS, Options
-from draguard.schema.paths import FieldPath
-from draguard.schema.rules import ONE_OF_REQUIRED
-from draguard.schema.shapes import identify
+from draguard.schema.model.errors import ErrorType
+from draguard.schema.model.fieldmap import decode_order, parallel_to_nested
+from draguard.schema.model.options import DEFAULT_OPTIONS, Options
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.shapes import identify
+from draguard.schema.rules.spec import ONE_OF_REQUIRED
 from draguard.schema.validate import validate_object
 
 

@@ -2,7 +2,7 @@
 
 The structure comes from the model, not from this file: which fields a request, a
 subrequest, an exact request, a toleration, a constraint or a config entry has in a
-release is read from `draguard.schema.shapes.claim_spec_node`, so a field the model
+release is read from `draguard.schema.model.shapes.claim_spec_node`, so a field the model
 gains (or a release lacks, such as `capacity` before 1.34) is generated, or not, without
 editing this file. What is written here is only the value domain of each field (what
 a valid class name, CEL selector or toleration looks like, `upstream-rules.md` §3.3),
@@ -25,8 +25,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from draguard.schema.releases import DEFAULT_RELEASE, Release
-from draguard.schema.shapes import ListOf, MapOf, Node, Obj, claim_spec_node
+from draguard.schema.model.releases import DEFAULT_RELEASE, Release
+from draguard.schema.model.shapes import ListOf, MapOf, Node, Obj, claim_spec_node
 from draguard.schema.skew import FEATURE_SINCE
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
@@ -177,7 +177,7 @@ def _gated_off(release: Release) -> frozenset[str]:
     """Fields whose feature gate is off by default in `release`: it drops them on create (§3.8).
 
     Read from the skew report's table of when each gated field turned on, so the
-    generator and `draguard.schema.gates` are checked against each other.
+    generator and `draguard.schema.model.gates` are checked against each other.
     """
     return frozenset(f for f, (since, _) in FEATURE_SINCE.items() if release.minor < since)
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.advice import CODES, Version
-from draguard.schema.options import Options
-from draguard.schema.releases import release
+from draguard.schema.advice.claims import CODES, Version
+from draguard.schema.advice.workloads import check_workload, index_claims
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 from draguard.schema.validate import validate_object
-from draguard.schema.workloads import check_workload, index_claims
 
 
 def alt(name: str, cls: str = "gpu.example.com", **fields: Any) -> dict[str, Any]:

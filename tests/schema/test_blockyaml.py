@@ -18,9 +18,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draguard.schema import blockyaml, yamlevents
-from draguard.schema.paths import Segment
-from draguard.schema.sources import Source, _walk, split_documents
+from draguard.schema.model.paths import Segment
+from draguard.schema.read import blockyaml, yamlevents
+from draguard.schema.read.sources import Source, _walk, split_documents
 
 TESTS = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,7 @@ import corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.errors import ErrorType, FieldError
+from draguard.schema.model.errors import ErrorType, FieldError
 from draguard.schema.validate import validate_object
 
 VALID = [c for c in corpus.load_cases() if c.valid]

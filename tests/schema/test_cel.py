@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.cel import (
+from draguard.schema.cel.check import (
     MAX_EXPRESSION_BYTES,
     analyse_selector,
     cache_info,
     check_selector,
     nesting_depth,
 )
-from draguard.schema.errors import ErrorType
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import RELEASES
+from draguard.schema.model.errors import ErrorType
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import RELEASES
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draguard.schema.cel_ast import CelType, WireError, decode_checked
-from draguard.schema.cel_env import EnvFlags, environment
+from draguard.schema.cel.environment import EnvFlags, environment
+from draguard.schema.cel.syntax import CelType, WireError, decode_checked
 
 ENV = environment(EnvFlags(consumable_capacity=True))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from draguard.schema.cel import analyse_selector
-from draguard.schema.cel_cost import COST_LIMIT, UNBOUNDED
+from draguard.schema.cel.check import analyse_selector
+from draguard.schema.cel.cost import COST_LIMIT, UNBOUNDED
 
 UPSTREAM_COSTS = [
     pytest.param('device.attributes["no-such-domain"].noSuchAttr.isGreaterThan(quantity("0"))', 6, id='lookup-select'),

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.cel import MAX_EXPRESSION_BYTES, check_selector
-from draguard.schema.errors import ErrorType
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import RELEASES
+from draguard.schema.cel.check import MAX_EXPRESSION_BYTES, check_selector
+from draguard.schema.model.errors import ErrorType
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import RELEASES
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")
@@ -57,9 +57,9 @@ def test_hostile_inputs_do_not_crash_the_interpreter() -> None:
     script = textwrap.dedent("""
         import sys
         sys.setrecursionlimit(2000)
-        from draguard.schema.cel import check_selector
-        from draguard.schema.paths import FieldPath
-        from draguard.schema.releases import RELEASES
+        from draguard.schema.cel.check import check_selector
+        from draguard.schema.model.paths import FieldPath
+        from draguard.schema.model.releases import RELEASES
         inputs = [
             "(" * 10240, "[" * 10240, "{" * 10240, "f(" * 5000, "!" * 10240, "-" * 10239 + "1",
             "a." * 5000 + "b", "1" + "+1" * 5000, "a[" * 5000, "a.b(" * 2000,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from draguard.schema.cel import check_selector
-from draguard.schema.cel_validators import valid_duration, valid_regex, valid_timestamp
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import RELEASES
+from draguard.schema.cel.check import check_selector
+from draguard.schema.cel.validators import valid_duration, valid_regex, valid_timestamp
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import RELEASES
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from draguard.schema.convert import TARGETS, convert_document
-from draguard.schema.options import DEFAULT_OPTIONS, Options
-from draguard.schema.releases import release
+from draguard.schema.model.options import DEFAULT_OPTIONS, Options
+from draguard.schema.model.releases import release
 
 
 def claim(version: str, requests: list[dict[str, Any]], **devices: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from draguard.schema.cli.convert import convert_file, main
 from draguard.schema.convert import TARGETS, convert_document
-from draguard.schema.options import DEFAULT_OPTIONS
+from draguard.schema.model.options import DEFAULT_OPTIONS
 
 MIXED = """\
 # A comment at the top of the file stays.
@@ -289,7 +289,7 @@ def test_new_strings_are_safe_for_yaml_1_1_readers(
 def test_stdin_is_read_with_dash(capsys: pytest.CaptureFixture[str]) -> None:
     """`-` reads the manifest from stdin (run as a real process)."""
     result = subprocess.run(
-        [sys.executable, "-m", "draguard.webhook.main", "convert", "--to", "v1", "-"],
+        [sys.executable, "-m", "draguard.webhook.cli.main", "convert", "--to", "v1", "-"],
         input=TOLERATIONS,
         capture_output=True,
         text=True,
@@ -408,7 +408,7 @@ def test_a_reader_that_goes_away_ends_quietly(tmp_path: Path, command: str) -> N
     """`draguard convert … | head -1`: no BrokenPipeError traceback, the exit code kept."""
     path = write(tmp_path, "many.yaml", "---\n".join([MIXED.split("---\n")[1]] * 300))
     args = ["--to", "v1", str(path)] if command == "convert" else [str(path)]
-    draguard = [sys.executable, "-m", "draguard.webhook.main", command, *args]
+    draguard = [sys.executable, "-m", "draguard.webhook.cli.main", command, *args]
     pipeline = subprocess.run(
         ["bash", "-c", '"$@" | head -1; exit "${PIPESTATUS[0]}"', "bash", *draguard],
         capture_output=True,

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, note, settings
 from parallel_findings import hub_findings
 
 from draguard.schema.convert import TARGETS, Conversion, convert_document
-from draguard.schema.diff import diff
-from draguard.schema.options import Options
-from draguard.schema.releases import release
+from draguard.schema.model.diff import diff
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 from draguard.schema.roundtrip import meaning, round_trips
 from draguard.schema.validate import validate_object
 

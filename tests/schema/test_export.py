@@ -10,8 +10,8 @@ import pytest
 
 from draguard.schema.cli.export import main
 from draguard.schema.export import Variant, build_schema, export_schemas, variants
-from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
-from draguard.webhook.main import main as draguard
+from draguard.schema.model.releases import DEFAULT_RELEASE, RELEASES
+from draguard.webhook.cli.main import main as draguard
 
 
 def kubeconform_file_name(kind: str, api_version: str) -> str:

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.export import Variant, build_schema
-from draguard.schema.options import Options
-from draguard.schema.releases import RELEASES, Release
-from draguard.schema.shapes import identify
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import RELEASES, Release
+from draguard.schema.model.shapes import identify
 from draguard.schema.validate import validate_object
 
 NEWEST = RELEASES["1.37"]

@@ -18,8 +18,8 @@ import jsonschema
 import pytest
 
 from draguard.schema.export import Variant, build_schema
-from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
-from draguard.schema.shapes import identify
+from draguard.schema.model.releases import DEFAULT_RELEASE, RELEASES
+from draguard.schema.model.shapes import identify
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 

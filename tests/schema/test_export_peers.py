@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.export import Variant, build_schema
-from draguard.schema.options import Options
-from draguard.schema.releases import DEFAULT_RELEASE, RELEASES
-from draguard.schema.shapes import identify
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import DEFAULT_RELEASE, RELEASES
+from draguard.schema.model.shapes import identify
 from draguard.schema.validate import validate_object
 
 CASES = Path(__file__).resolve().parents[1] / "cases"

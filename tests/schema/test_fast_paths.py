@@ -12,10 +12,10 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draguard.schema import formats
-from draguard.schema.errors import FieldError
-from draguard.schema.releases import RELEASES
-from draguard.schema.rules import (
+from draguard.schema.model import formats
+from draguard.schema.model.errors import FieldError
+from draguard.schema.model.releases import RELEASES
+from draguard.schema.rules.spec import (
     attribute_name_passes,
     check_reference,
     gather_request_names,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draguard.schema import jsondecode
+from draguard.schema.read import jsondecode
 
 
 def test_lone_surrogates_become_the_replacement_character_in_keys_and_values() -> None:

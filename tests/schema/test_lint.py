@@ -6,10 +6,10 @@ import lint_fakes as fakes
 import pytest
 
 from draguard.schema import lint
-from draguard.schema.options import Options
-from draguard.schema.paths import FieldPath, parse_path
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath, parse_path
+from draguard.schema.read.sources import Source, split_documents
 from draguard.schema.report import DocumentResult
-from draguard.schema.sources import Source, split_documents
 
 OPTIONS = Options(default_namespace="default")
 

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.cli import lint as lint_cli
-from draguard.schema.options import Options
-from draguard.schema.releases import release
-from draguard.webhook import main as draguard_main
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
+from draguard.webhook.cli import main as draguard_main
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 

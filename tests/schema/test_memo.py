@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.options import Options
-from draguard.schema.releases import release
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 from draguard.schema.validate import validate_object
 
 SPEC = {

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.errors import aggregate_message, go_quote, invalid, required
-from draguard.schema.paths import FieldPath, parse_path
+from draguard.schema.model.errors import aggregate_message, go_quote, invalid, required
+from draguard.schema.model.paths import FieldPath, parse_path
 from draguard.schema.validate import validate_object
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.options import Options
+from draguard.schema.model.options import Options
 from draguard.schema.validate import validate_object, validate_update
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import RELEASES
-from draguard.schema.shapes import OBJECT_META, document_node, plain_metadata, read
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import RELEASES
+from draguard.schema.model.shapes import OBJECT_META, document_node, plain_metadata, read
 
 META = FieldPath.root("metadata")
 FIELDS = sorted(OBJECT_META.fields)

@@ -15,11 +15,11 @@ import strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.conversion import FLAT_FIELDS
-from draguard.schema.defaults import default_claim_spec
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import RELEASES
-from draguard.schema.shapes import claim_spec_node, document_node, identify, read
+from draguard.schema.model.defaults import default_claim_spec
+from draguard.schema.model.fieldmap import FLAT_FIELDS
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import RELEASES
+from draguard.schema.model.shapes import claim_spec_node, document_node, identify, read
 
 REQUEST_VALUES = st.one_of(
     st.none(),

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.advice import Advice
-from draguard.schema.errors import OMIT, ErrorType, invalid, required
-from draguard.schema.options import Options
-from draguard.schema.paths import FieldPath, MapKey
-from draguard.schema.sources import Chunk
+from draguard.schema.advice.claims import Advice
+from draguard.schema.model.errors import OMIT, ErrorType, invalid, required
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath, MapKey
+from draguard.schema.read.sources import Chunk
 from draguard.schema.validate import validate_object
 
 PATH = FieldPath(("spec", "devices", "requests", 0, MapKey("k")))

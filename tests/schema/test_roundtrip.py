@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from draguard.schema.cli.roundtrip import main, render_table
-from draguard.schema.diff import Change
-from draguard.schema.paths import FieldPath
+from draguard.schema.model.diff import Change
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.roundtrip import SHAPES, Trip, meaning, round_trip, round_trips
 
 

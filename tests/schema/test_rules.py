@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.conversion import hub_request_to_v1beta1
-from draguard.schema.options import Options
+from draguard.schema.model.fieldmap import hub_request_to_v1beta1
+from draguard.schema.model.options import Options
 from draguard.schema.validate import validate_object
 
 Devices = dict[str, Any]

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.options import Options
-from draguard.schema.releases import release
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 from draguard.schema.validate import validate_object
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from draguard.schema.sources import (
+from draguard.schema.read.sources import (
     STDIN_NAME,
     Chunk,
     Parsed,

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.yamlevents import TextLoader, load_text
+from draguard.schema.read.yamlevents import TextLoader, load_text
 
 _scalars = (
     st.none() | st.booleans() | st.integers()

@@ -141,7 +141,7 @@ def start_server(folder: Path, *extra: str, workers: int = 2, threads: int = 4) 
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_file = folder / "server.log"
-    argv = [sys.executable, "-m", "draguard.webhook.main", "serve", "--host", "127.0.0.1",
+    argv = [sys.executable, "-m", "draguard.webhook.cli.main", "serve", "--host", "127.0.0.1",
             "--port", str(port), "--state-dir", str(folder / "state"),
             "--workers", str(workers), "--threads", str(threads),
             "--metrics-dir", str(folder / "metrics"), *extra]

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.options import Options
+from draguard.schema.model.options import Options
 from draguard.schema.validate import Verdict
 from draguard.webhook.app import create_app, decisions
 from draguard.webhook.config import Config

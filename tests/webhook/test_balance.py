@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from gunicorn.config import Config as GunicornConfig
 
-from draguard.webhook.balance import STALE_SECONDS, BalancedThreadWorker, Table, _now_ms
+from draguard.webhook.serving.balance import STALE_SECONDS, BalancedThreadWorker, Table, _now_ms
 
 from .conftest import Connection, Server
 
@@ -66,7 +66,7 @@ class _Log:
 def test_worker_accepts_only_while_no_other_has_fewer(
         monkeypatch: pytest.MonkeyPatch, mine: int, others: list[int], accepts: bool) -> None:
     """gthread accepts while `nr_conns < worker_connections`: that reads as 0 when it must not."""
-    from draguard.webhook import balance
+    from draguard.webhook.serving import balance
 
     table = Table(slots=4)
     monkeypatch.setattr(balance, "TABLE", table)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from draguard.webhook.cli import EXAMPLE_REVIEW, main, prepare_certificates, print_banner
+from draguard.webhook.cli.serve import EXAMPLE_REVIEW, main, prepare_certificates, print_banner
 from draguard.webhook.config import Config
 
 from .conftest import free_port
@@ -74,7 +74,7 @@ def test_no_argument_run_command_works(tmp_path: Path) -> None:
     env["DRAGUARD_HOST"] = "127.0.0.1"
     log = tmp_path / "out.txt"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "draguard.webhook.main", "serve"],
+        process = subprocess.Popen([sys.executable, "-m", "draguard.webhook.cli.main", "serve"],
                                    cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         answer = None

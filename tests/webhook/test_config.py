@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.releases import DEFAULT_RELEASE, release
+from draguard.schema.model.releases import DEFAULT_RELEASE, release
 from draguard.webhook.config import Config, ConfigError, parse_config
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from draguard.webhook.decisionlog import (
+from draguard.webhook.serving.decisionlog import (
     BatchingHandler,
     JsonLine,
     UtcClock,
@@ -176,7 +176,7 @@ def test_lines_are_written_at_interpreter_exit() -> None:
     """A worker leaves by sys.exit; logging.shutdown then writes what is still waiting."""
     code = textwrap.dedent("""
         import logging, sys
-        from draguard.webhook.decisionlog import BatchingHandler, JsonLine
+        from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
         handler = BatchingHandler(sys.stderr, interval=3600, max_lines=10**6)
         handler.setFormatter(JsonLine())
         log = logging.getLogger("d")
@@ -213,7 +213,7 @@ def test_clock_reads_as_datetime_isoformat(monkeypatch: pytest.MonkeyPatch) -> N
     """The decision line's time, across seconds, days and years, with the clock going back."""
     from datetime import UTC, datetime
 
-    from draguard.webhook.decisionlog import UtcClock
+    from draguard.webhook.serving.decisionlog import UtcClock
 
     clock = UtcClock()
     for now in (1_700_000_000_000_000_000, 1_700_000_000_999_999_999, 1_700_000_001_000_500_000,

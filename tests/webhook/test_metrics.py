@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from draguard.webhook.metrics import LATENCY_BUCKETS, Metrics
+from draguard.webhook.serving.metrics import LATENCY_BUCKETS, Metrics
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -11,12 +11,18 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from draguard.schema.errors import ErrorType
-from draguard.schema.options import DEFAULT_OPTIONS, Options
-from draguard.schema.releases import release
+from draguard.schema.model.errors import ErrorType
+from draguard.schema.model.options import DEFAULT_OPTIONS, Options
+from draguard.schema.model.releases import release
+from draguard.schema.policy.model import (
+    Alternative,
+    CatalogEntry,
+    Policy,
+    load_policy,
+    parse_policy,
+)
+from draguard.schema.policy.mutation import Mutation, mutate
 from draguard.schema.validate import validate_object
-from draguard.webhook.mutation import Mutation, mutate
-from draguard.webhook.policy import Alternative, CatalogEntry, Policy, load_policy, parse_policy
 
 VERSIONS = ("v1", "v1beta2", "v1beta1")
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")

@@ -11,9 +11,9 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.options import DEFAULT_OPTIONS
-from draguard.webhook.mutation import apply_policy, make_patch, mutate
-from draguard.webhook.policy import Alternative, CatalogEntry, Limits, Policy
+from draguard.schema.model.options import DEFAULT_OPTIONS
+from draguard.schema.policy.model import Alternative, CatalogEntry, Limits, Policy
+from draguard.schema.policy.mutation import apply_policy, make_patch, mutate
 
 CLASSES = ("gpu.example.com", "nic.example.com", "fpga.example.com", "old.legacy.example.com")
 # Keys no DRA type has, chosen to need JSON-pointer escaping (`~0`, `~1`) and unicode.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from draguard.webhook.policy import (
+from draguard.schema.policy.model import (
     Alternative,
     CatalogEntry,
     Limits,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from draguard.webhook.policy import Policy, PolicyStore
+from draguard.schema.policy.model import Policy, PolicyStore
 
 CAP_TWO = "limits: {maxAlternatives: 2}\n"
 CAP_THREE = "limits: {maxAlternatives: 3}\n"

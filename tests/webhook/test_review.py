@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.advice import Advice
-from draguard.schema.errors import FieldError, duplicate, required, too_many
-from draguard.schema.options import Options
-from draguard.schema.paths import FieldPath
-from draguard.schema.releases import release
+from draguard.schema.advice.claims import Advice
+from draguard.schema.model.errors import FieldError, duplicate, required, too_many
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import release
 from draguard.schema.validate import Verdict
 from draguard.webhook.review import (
     BadReview,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from draguard.schema.options import Options
+from draguard.schema.model.options import Options
 from draguard.schema.validate import validate_object
 
 from .conftest import SERVICE_DNS, ApiserverClient, Connection, Server
@@ -224,7 +224,7 @@ def test_metrics_add_up_across_workers(server: Server) -> None:
     before = scrape()
     for i in range(12):  # new connections spread over both workers
         api.review(review(None, operation="CONNECT", uid=f"m{i}"), fresh=True)
-    # Each worker writes its queued samples every 0.25 s (draguard.webhook.metrics).
+    # Each worker writes its queued samples every 0.25 s (draguard.webhook.serving.metrics).
     deadline = time.monotonic() + 5
     while scrape() != before + 12 and time.monotonic() < deadline:
         time.sleep(0.05)

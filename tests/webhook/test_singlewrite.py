@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from gunicorn.http import wsgi
 
-from draguard.webhook.singlewrite import SingleWriteResponse, install
+from draguard.webhook.serving.singlewrite import SingleWriteResponse, install
 
 
 @dataclass

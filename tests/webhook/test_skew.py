@@ -1,4 +1,4 @@
-"""Skew warnings and the apiserver's warning limits (draguard.webhook.skew)."""
+"""Skew warnings and the apiserver's warning limits (draguard.schema.advice.skew)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from draguard.webhook.skew import (
+from draguard.schema.advice.skew import (
     MAX_TOTAL_CHARS,
     MAX_WARNING_CHARS,
     limit_warnings,

@@ -1,4 +1,4 @@
-"""The per-worker cached TLS context and its reload rules (draguard.webhook.tls)."""
+"""The per-worker cached TLS context and its reload rules (draguard.webhook.serving.tls)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from draguard.certs.files import StatePaths, create_certificates, renew, write_atomically
 from draguard.certs.inspection import CertifiedKey
-from draguard.webhook.tls import (
+from draguard.webhook.serving.tls import (
     CertificateUnavailable,
     ContextCache,
     build_context,

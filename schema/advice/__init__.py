@@ -1,0 +1,1 @@
+"""Warnings beyond upstream, each with a stable code: claims, workloads, release skew."""

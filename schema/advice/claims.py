@@ -1,0 +1,403 @@
+"""Warnings beyond upstream: traps that break prioritized lists after the apiserver said yes.
+
+Issue 7. Each check is a small generator over the claim spec in the hub shape (the
+same object the rules see) and yields `Advice` values with a stable kebab-case code.
+The evidence behind every code is in README ("Warnings"). Advice never changes the
+verdict; front ends decide whether it fails a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.records import Record
+from draguard.schema.model.releases import Release
+
+IGNORE_ANNOTATION = "draguard.io/ignore"
+MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
+MAX_RESULTS = 32  # AllocationResultsMaxSize (§2.4)
+ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 devices
+COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
+PROFILES = ("kueue", "autoscaler", "dynamo")
+
+# A request gathered once per claim spec for every check: its index among the user's
+# requests, the request, its (mapping) subrequests, its alternatives (the subrequests,
+# else the exact request, else none) and their device counts with `All` as 0.
+Request = tuple[int, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[int]]
+
+CODES = (
+    "config-names-parent",
+    "quota-charge",
+    "all-mode-in-alternative",
+    "alternative-counts-differ",
+    "devices-over-32",
+    "combinations",
+    "pod-names-subrequest",
+    "consumer-profile",
+    "class-config-request-names",
+    "scoring-crash",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Advice(Record):
+    """One warning: where, a stable code, and what to do about it."""
+
+    path: FieldPath
+    code: str
+    message: str
+    release_note: bool = False  # about a bug of the selected release (for `draguard skew`)
+
+    @property
+    def field(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class Version(Record):
+    """A Kubernetes version down to the patch, when known (release notes need patches)."""
+
+    release: Release
+    patch: int | None = None
+
+    def before(self, minor: int, patch: int) -> bool:
+        """True when this version is `1.minor.x` with x < patch (unknown patch: assume affected)."""
+        return self.release.minor == minor and (self.patch is None or self.patch < patch)
+
+    def within(self, minor: int, first: int, last: int) -> bool:
+        return self.release.minor == minor and (self.patch is None or first <= self.patch <= last)
+
+
+def ignored_codes(metadata: Any) -> frozenset[str]:
+    """Codes silenced by the object's `draguard.io/ignore: code,code` annotation."""
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    raw = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
+    if not isinstance(raw, str):
+        return frozenset()
+    return frozenset(code.strip() for code in raw.split(",") if code.strip())
+
+
+def advise_claim_spec(
+    spec: dict[str, Any],
+    path: FieldPath,
+    *,
+    version: Version,
+    profiles: frozenset[str] = frozenset(),
+    per_pod: bool = False,
+) -> list[Advice]:
+    """Every per-object check over one hub-shaped claim spec at `path`, in a fixed order.
+
+    The requests, their alternatives and device counts are gathered once and shared
+    by all checks.
+    """
+    devices = spec.get("devices")
+    if not isinstance(devices, dict):
+        return []
+    dpath = path.child("devices")
+    requests = _requests(devices)
+    out: list[Advice] = []
+    if devices.get("config"):
+        out.extend(check_config_names_parent(devices, dpath))
+    _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))
+    for i, request, subs, _, counts in requests:
+        if not subs:
+            continue
+        rpath = dpath.child("requests").index(i)
+        if 0 in counts:  # an `All` subrequest
+            out.extend(check_all_mode(counts, rpath, version))
+        _give(out, check_counts_differ(request, counts, rpath, profiles))
+        if profiles:
+            out.extend(check_profiles(request, rpath, profiles))
+    _give(out, check_devices_over_32(requests, dpath))
+    _give(out, check_combinations(requests, dpath))
+    _give(out, check_class_config_names(requests, dpath, version))
+    return out
+
+
+def _give(out: list[Advice], advice: Advice | None) -> None:
+    if advice is not None:
+        out.append(advice)
+
+
+# -- config-names-parent ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceRewrite(Record):
+    """Replace `config[index].requests` by `new` (every parent name spelled out)."""
+
+    index: int
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return len(self.new) <= MAX_REFERENCES
+
+
+def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
+    """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
+    out: dict[str, list[str]] = {}
+    for _, request, subrequests, _, _ in _requests(devices):
+        name = request.get("name")
+        if not isinstance(name, str):
+            continue
+        subs = [s.get("name") for s in subrequests]
+        if subs and all(isinstance(n, str) and n for n in subs):
+            out[name] = [str(n) for n in subs]
+        else:
+            out.pop(name, None)
+    return out
+
+
+def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]:
+    """The `config-names-parent` rewrites for a devices object of any version or layout."""
+    if not devices.get("config"):
+        return []
+    parents = prioritized_parents(devices)
+    rewrites = []
+    configs = devices.get("config")  # any JSON type: the rule set reports it, not this
+    for k, config in enumerate(configs if isinstance(configs, list) else []):
+        refs = config.get("requests") if isinstance(config, dict) else None
+        if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+            continue
+        if not any(r in parents for r in refs):
+            continue
+        new: list[str] = []
+        for ref in refs:
+            for expanded in [f"{ref}/{s}" for s in parents[ref]] if ref in parents else [ref]:
+                if expanded not in new:
+                    new.append(expanded)
+        rewrites.append(ReferenceRewrite(k, tuple(refs), tuple(new)))
+    return rewrites
+
+
+def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iterator[Advice]:
+    if not devices.get("config"):
+        return
+    parents = prioritized_parents(devices)
+    for rewrite in config_reference_rewrites(devices):
+        for r, ref in enumerate(rewrite.old):
+            if ref not in parents:
+                continue
+            explicit = ", ".join(f"`{ref}/{s}`" for s in parents[ref])
+            fix = (
+                "`draguard fix` rewrites it"
+                if rewrite.fits
+                else (
+                    f"spelling them out needs {len(rewrite.new)} entries, over upstream's {MAX_REFERENCES}"
+                )
+            )
+            yield Advice(
+                dpath.child("config").index(rewrite.index).child("requests").index(r),
+                "config-names-parent",
+                f"config names the prioritized request `{ref}` by its parent name; allocation results say "
+                f"`{ref}/<subrequest>` and most drivers compare names exactly, so they silently skip this "
+                f"config: name {explicit} instead ({fix})",
+            )
+
+
+# -- quota-charge, devices-over-32, combinations -------------------------------------------
+
+
+def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int]]:
+    """(charge per class, first-choice need per class) under core ResourceQuota semantics.
+
+    Quota charges a prioritized request, per device class, the largest count among its
+    alternatives of that class (`All` as 32), summed over requests (KEP-4816: no quota
+    circumvention); an allocation needs only the chosen alternative.
+    """
+    charge: dict[str, int] = {}
+    need: dict[str, int] = {}
+    # Plain loops: in Python 3.11 each comprehension is a function call of its own.
+    for _, _, _, alternatives, counts in requests:
+        if not alternatives:
+            continue
+        if len(alternatives) == 1:  # an exact request or a lone subrequest: charged as needed
+            cls = str(alternatives[0].get("deviceClassName", ""))
+            n = counts[0] or ALL_MODE_QUOTA_CHARGE
+            need[cls] = need.get(cls, 0) + n
+            charge[cls] = charge.get(cls, 0) + n
+            continue
+        largest: dict[str, int] = {}
+        for alternative, count in zip(alternatives, counts, strict=True):
+            cls = str(alternative.get("deviceClassName", ""))
+            n = count or ALL_MODE_QUOTA_CHARGE
+            if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
+                largest[cls] = n
+        first = next(iter(largest))  # the first alternative's class
+        need[first] = need.get(first, 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
+        for cls, n in largest.items():
+            charge[cls] = charge.get(cls, 0) + n
+    return charge, need
+
+
+def check_quota_charge(
+    requests: list[Request], dpath: FieldPath, *, per_pod: bool
+) -> Advice | None:
+    charge, need = quota_charge(requests)
+    charged, needed = sum(charge.values()), sum(need.values())
+    if charged <= needed:
+        return None
+    unit = "per pod " if per_pod else ""
+    return Advice(
+        dpath.child("requests"),
+        "quota-charge",
+        f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
+        f"({charged} devices), while its first choices need {_per_class(need)} "
+        f"({needed}); size namespace quotas for the larger figure",
+    )
+
+
+def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Advice | None:
+    worst = 0
+    for _, _, _, _, counts in requests:
+        worst += max(counts, default=0)  # `All` counts 0, so it never is the largest
+    if worst <= MAX_RESULTS:
+        return None
+    return Advice(
+        dpath.child("requests"),
+        "devices-over-32",
+        f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
+        f"{MAX_RESULTS} results: the scheduler cannot allocate those combinations",
+    )
+
+
+def check_combinations(requests: list[Request], dpath: FieldPath) -> Advice | None:
+    sizes = [len(subs) for _, _, subs, _, _ in requests if subs]
+    if len(sizes) > MAX_REFERENCES:
+        # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
+        # product can outgrow what int → str may print (ValueError past 4,300 digits).
+        return None
+    total = prod(sizes) if sizes else 0
+    if len(sizes) <= 1 or total <= COMBINATIONS_WARN_AT:
+        return None
+    return Advice(
+        dpath.child("requests"),
+        "combinations",
+        f"{total} combinations of alternatives across {len(sizes)} prioritized requests "
+        f"({' × '.join(map(str, sizes))}); the allocator may try each on every candidate node",
+    )
+
+
+# -- per-request checks ---------------------------------------------------------------------
+
+
+def check_all_mode(counts: list[int], rpath: FieldPath, version: Version) -> Iterator[Advice]:
+    """`counts` are the subrequests' device counts, `All` as 0."""
+    for j, count in enumerate(counts):
+        if count:
+            continue
+        path = rpath.child("firstAvailable").index(j).child("allocationMode")
+        if j >= 1 and version.release.minor in (34, 35):
+            yield Advice(
+                path,
+                "all-mode-in-alternative",
+                f"allocationMode All in alternative {j}: the allocator in Kubernetes "
+                f"{version.release.name} mishandles an All-mode subrequest after the first "
+                "(fixed in 1.36.0, not backported); move it first or avoid All here",
+                release_note=True,
+            )
+        else:
+            yield Advice(
+                path,
+                "all-mode-in-alternative",
+                "allocationMode All inside firstAvailable takes every matching device of a node; "
+                "the alternatives after it are tried only where none matches",
+            )
+
+
+def check_counts_differ(
+    request: dict[str, Any], counts: list[int], rpath: FieldPath, profiles: frozenset[str]
+) -> Advice | None:
+    """`counts` are the subrequests' device counts, `All` as 0."""
+    if len(set(counts)) <= 1:
+        return None
+    shown = ", ".join(["All" if c == 0 else str(c) for c in counts])
+    refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
+    return Advice(
+        rpath.child("firstAvailable"),
+        "alternative-counts-differ",
+        f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "
+        f"operators that size workers from the claim see only one of them{refusal}",
+    )
+
+
+def check_profiles(
+    request: dict[str, Any], rpath: FieldPath, profiles: frozenset[str]
+) -> Iterator[Advice]:
+    name = request.get("name", "")
+    if "kueue" in profiles:
+        yield Advice(
+            rpath.child("firstAvailable"),
+            "consumer-profile",
+            f"Kueue rejects workloads whose claims use firstAvailable (request `{name}`)",
+        )
+    if "autoscaler" in profiles:
+        yield Advice(
+            rpath.child("firstAvailable"),
+            "consumer-profile",
+            f"the cluster autoscaler ignores the order of `{name}`'s alternatives: it may add nodes "
+            "for a later alternative while the first one could be had",
+        )
+
+
+def check_class_config_names(
+    requests: list[Request], dpath: FieldPath, version: Version
+) -> Advice | None:
+    if not (version.before(33, 6) or version.before(34, 2)):
+        return None
+    if not any(subs for _, _, subs, _, _ in requests):
+        return None
+    return Advice(
+        dpath.child("requests"),
+        "class-config-request-names",
+        f"Kubernetes {version.release.name}.x before 1.33.6 / 1.34.2 leaves request names out of "
+        "DeviceClass configs in allocation results, so drivers cannot tell which alternative a "
+        "class config belongs to; upgrade to a fixed patch",
+        release_note=True,
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _requests(devices: dict[str, Any]) -> list[Request]:
+    items = devices.get("requests")
+    if not isinstance(items, list):
+        return []
+    out: list[Request] = []
+    for i, request in enumerate(items):
+        if isinstance(request, dict):
+            # `_subrequests` and `_device_count` inline: this runs for every request.
+            subs: list[dict[str, Any]] = []
+            listed = request.get("firstAvailable")
+            if listed and isinstance(listed, list):
+                for sub in listed:
+                    if isinstance(sub, dict):
+                        subs.append(sub)
+            if subs:
+                alternatives = subs
+            else:
+                exact = request.get("exactly")
+                alternatives = [exact] if isinstance(exact, dict) else []
+            counts = []
+            for alternative in alternatives:
+                if alternative.get("allocationMode") == "All":
+                    counts.append(0)
+                    continue
+                count = alternative.get("count", 1)
+                counts.append(count if isinstance(count, int) and count > 0 else 1)
+            out.append((i, request, subs, alternatives, counts))
+    return out
+
+
+def _per_class(counter: dict[str, int]) -> str:
+    parts = []
+    for cls, n in counter.items():  # a loop: no comprehension call (Python 3.11)
+        parts.append(f"{cls} {n}")
+    return ", ".join(parts)

@@ -1,0 +1,1 @@
+"""CEL selectors: the DRA environment, compilation, cost, depth and AST validators."""

@@ -1,0 +1,226 @@
+"""CEL selector checking: `selectors[k].cel.expression` (`upstream-rules.md` §3.3 rule 14).
+
+`check_selector` gives the apiserver's verdict on one expression, in upstream's order:
+TooLong (no compilation) → compile and type-check in the DRA environment (`cel_env`)
+→ result type must be bool or the unknown type → estimated cost ≤ 1,000,000. The
+compiler is the CEL C++ checker (`cel-expr-python`); its issues are re-rendered in
+cel-go's text. What is exact and what is approximate is listed in docs/cel.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from draguard.schema.cel.cost import COST_LIMIT, estimate_max_cost
+from draguard.schema.cel.depth import nesting_depth
+from draguard.schema.cel.environment import EnvFlags, environment
+from draguard.schema.cel.syntax import decode_checked
+from draguard.schema.cel.validators import validate
+from draguard.schema.model.errors import FieldError, forbidden, internal_error, invalid, too_long
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import Release
+
+MAX_EXPRESSION_BYTES = 10240  # CELSelectorExpressionMaxLength (§2.4)
+RECURSION_LIMIT = 250  # cel-go parser default maxRecursionDepth (cel_depth.py)
+CACHE_SIZE = 4096
+
+Outcome = Literal["ok", "invalid", "forbidden", "internal", "unchecked"]
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorVerdict:
+    """The outcome for one expression, independent of where it sits in a document.
+
+    `unchecked` means the C++ parser's own nesting limit (32) stopped it while cel-go's
+    (250) would not: nothing can be said, so nothing is reported (docs/cel.md).
+    """
+
+    outcome: Outcome
+    detail: str = ""
+    cost: int | None = None
+
+    def errors(self, path: FieldPath, expression: str) -> list[FieldError]:
+        if self.outcome == "invalid":
+            return [invalid(path, expression, self.detail)]
+        if self.outcome == "forbidden":
+            return [forbidden(path, self.detail)]
+        if self.outcome == "internal":
+            return [internal_error(path, self.detail)]
+        return []
+
+
+def check_selector(expression: str, path: FieldPath, *, release: Release) -> list[FieldError]:
+    """Upstream's findings for one selector expression at `path`; never raises."""
+    # ≤ 4 bytes a character: short expressions need no encoding to know they fit.
+    if len(expression) * 4 > MAX_EXPRESSION_BYTES and (
+        len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES
+    ):
+        return [too_long(path, MAX_EXPRESSION_BYTES)]
+    try:
+        verdict = analyse_selector(expression, consumable_capacity=release.consumable_capacity)
+    except Exception as exc:  # a library failure must never take the caller down
+        return [internal_error(path, f"CEL checking failed: {exc}")]
+    return verdict.errors(path, expression)
+
+
+def selector_passes(expression: str, *, release: Release) -> bool:
+    """True when `check_selector` finds nothing, answered without a path (the common case).
+
+    Only a short expression whose cached verdict is clean qualifies; anything else goes
+    through `check_selector`, which then owns every detail of the finding.
+    """
+    if len(expression) * 4 > MAX_EXPRESSION_BYTES:
+        return False
+    try:
+        verdict = _analyse(expression, release.consumable_capacity)
+    except Exception:  # reported by check_selector
+        return False
+    return verdict.outcome in ("ok", "unchecked")
+
+
+def _without_surrogates(expression: str) -> str:
+    """Lone surrogates (possible from JSON escapes) become U+FFFD, as Go's decoder does."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in expression):
+        return expression
+    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in expression)
+
+
+def analyse_selector(expression: str, *, consumable_capacity: bool) -> SelectorVerdict:
+    """The verdict for one expression, compiled once per (expression, flags)."""
+    return _analyse(expression, consumable_capacity)
+
+
+def cache_info() -> functools._CacheInfo:
+    return _analyse.cache_info()
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _analyse(expression: str, consumable_capacity: bool) -> SelectorVerdict:
+    expression = _without_surrogates(expression)  # inside the cache: scanned once per expression
+    if nesting_depth(expression, limit=RECURSION_LIMIT) > RECURSION_LIMIT:
+        # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
+        text = render_issues(expression, [Issue(-1, -1, recursion_message())])
+        return SelectorVerdict("invalid", "compilation failed: " + text)
+    env = environment(EnvFlags(consumable_capacity=consumable_capacity))
+    try:
+        compiled = env.compile(expression)
+    except RuntimeError as exc:
+        return _compile_failure(expression, str(exc))
+    ast = decode_checked(compiled.serialize())
+    issues = [Issue(*_location(expression, found.offset), found.message)
+              for found in validate(ast)]
+    if issues:
+        return SelectorVerdict("invalid", "compilation failed: " + render_issues(expression, issues))
+    result = ast.type_of(ast.root)
+    if result.kind not in ("bool", "any"):
+        detail = f"must evaluate to bool or the unknown type, not {result.render()}"
+        return SelectorVerdict("invalid", detail)
+    cost = estimate_max_cost(ast)
+    if cost > COST_LIMIT:
+        return SelectorVerdict("forbidden", "too complex, exceeds cost limit", cost)
+    return SelectorVerdict("ok", cost=cost)
+
+
+def recursion_message() -> str:
+    return f"expression recursion limit exceeded: {RECURSION_LIMIT}"
+
+
+# --- issues: parsing the C++ checker's text, rendering cel-go's --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One compile issue at a 1-based line and 0-based code-point column (-1: unknown)."""
+
+    line: int
+    column: int
+    message: str
+
+
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
+_ISSUE_LINE = re.compile(r"^ERROR: <input>:(-?\d+):(-?\d+): (.*)$")
+_CPP_DEPTH_LIMIT = ("Exceeded max recursion depth", "Expression recursion limit exceeded")
+
+# cel-cpp wording → cel-go wording (checker/errors.go), for the messages that differ.
+_REWRITES = (
+    (re.compile(r"^undefined field '(.*)' not found in struct '.*'$"), r"undefined field '\1'"),
+    (re.compile(r"^expression of type '(.*)' cannot be the operand of a select operation$"),
+     r"type '\1' does not support field selection"),
+)
+
+
+def _compile_failure(expression: str, text: str) -> SelectorVerdict:
+    if any(marker in text for marker in _CPP_DEPTH_LIMIT):
+        return SelectorVerdict("unchecked", text)
+    issues = parse_cpp_issues(text)
+    if not issues:
+        return SelectorVerdict("internal", f"unexpected compilation error: {text}")
+    return SelectorVerdict("invalid", "compilation failed: " + render_issues(expression, issues))
+
+
+def parse_cpp_issues(text: str) -> list[Issue]:
+    """Split the C++ status text into issues, dropping its snippets (they are re-rendered)."""
+    body = _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", text.strip()))
+    issues: list[Issue] = []
+    for line in body.split("\n"):
+        match = _ISSUE_LINE.match(line)
+        if match:
+            column = int(match[2])
+            issues.append(Issue(int(match[1]), column - 1 if column > 0 else -1,
+                                _rewrite(match[3])))
+        elif issues and not line.startswith(" | "):
+            last = issues.pop()
+            issues.append(Issue(last.line, last.column, last.message + "\n" + line))
+    return issues
+
+
+def _rewrite(message: str) -> str:
+    for pattern, replacement in _REWRITES:
+        if pattern.match(message):
+            return pattern.sub(replacement, message)
+    return message
+
+
+def render_issues(expression: str, issues: list[Issue]) -> str:
+    """cel-go's `Issues.String()`: sorted by position, one `ERROR: …` block per issue."""
+    ordered = sorted(issues, key=lambda i: (i.line, i.column))
+    return "\n".join(_render_issue(expression, issue) for issue in ordered)
+
+
+def _render_issue(expression: str, issue: Issue) -> str:
+    text = f"ERROR: <input>:{issue.line}:{issue.column + 1}: {issue.message}"
+    lines = expression.split("\n")
+    if not 1 <= issue.line <= len(lines):
+        return text
+    snippet = lines[issue.line - 1].replace("\t", " ")
+    marker = []
+    for ch in snippet[: max(issue.column, 0)]:
+        marker.append("\uff0e" if len(ch.encode("utf-8", "surrogatepass")) > 1 else ".")
+    at = snippet[issue.column] if 0 <= issue.column < len(snippet) else ""
+    marker.append("\uff3e" if at and len(at.encode("utf-8", "surrogatepass")) > 1 else "^")
+    return f"{text}\n | {snippet}\n | {''.join(marker)}"
+
+
+def _location(expression: str, offset: int | None) -> tuple[int, int]:
+    """cel-go's `locationByID`: (1-based line, 0-based column) of a code point offset.
+
+    Lines are counted over the starts of lines 2, 3, … with a strict `<`, so a node at
+    the very start of a line is placed at the end of the previous one — as upstream does.
+    """
+    if offset is None:
+        return -1, -1
+    line, column = 1, offset
+    start = 0
+    for index, ch in enumerate(expression):
+        if ch != "\n":
+            continue
+        start = index + 1
+        if start < offset:
+            line, column = line + 1, offset - start
+        else:
+            break
+    return line, column

@@ -1,0 +1,1 @@
+"""The domain model: field paths, errors, releases, gates, shapes, defaults, field mapping."""

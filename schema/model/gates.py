@@ -1,0 +1,90 @@
+"""Fields a release drops when their feature gate is off (`upstream-rules.md` §3.8).
+
+Runs on the internal (hub) spec after conversion, in place, on create. Returns the
+paths dropped, so the skew report can say what a release silently removes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import Release
+
+
+def drop_disabled_fields(
+    spec: dict[str, Any], path: FieldPath, release: Release
+) -> list[FieldPath]:
+    """Drop gated fields whose gate is off by default in `release`; return their paths."""
+    devices = spec.get("devices")
+    if not isinstance(devices, dict):
+        return []
+    off, prioritized_list = _gated_off(release), release.prioritized_list
+    dropped: list[FieldPath] = []
+    requests = devices.get("requests")
+    for i, request in enumerate(requests if isinstance(requests, list) else []):
+        if not isinstance(request, dict):
+            continue
+        # DRAPrioritizedList first: the later drops then no longer see the subrequests.
+        if not prioritized_list and "firstAvailable" in request:
+            _record(
+                dropped,
+                request.pop("firstAvailable"),
+                path,
+                "devices",
+                "requests",
+                i,
+                "firstAvailable",
+            )
+        exactly = request.get("exactly")
+        if isinstance(exactly, dict):
+            for key in off:
+                if key in exactly:
+                    _record(
+                        dropped, exactly.pop(key), path, "devices", "requests", i, "exactly", key
+                    )
+        subs = request.get("firstAvailable")
+        for j, sub in enumerate(subs if isinstance(subs, list) else []):
+            if isinstance(sub, dict):
+                for key in off:
+                    if key in sub:
+                        _record(
+                            dropped,
+                            sub.pop(key),
+                            path,
+                            "devices",
+                            "requests",
+                            i,
+                            "firstAvailable",
+                            j,
+                            key,
+                        )
+    if not release.consumable_capacity:
+        constraints = devices.get("constraints")
+        for c, constraint in enumerate(constraints if isinstance(constraints, list) else []):
+            if isinstance(constraint, dict) and "distinctAttribute" in constraint:
+                value = constraint.pop("distinctAttribute")
+                _record(dropped, value, path, "devices", "constraints", c, "distinctAttribute")
+    return dropped
+
+
+@cache
+def _gated_off(release: Release) -> tuple[str, ...]:
+    """Per exact request and subrequest: the fields whose gate is off in this release."""
+    return tuple(
+        key
+        for key, enabled in (
+            ("tolerations", release.device_taints),
+            ("adminAccess", release.admin_access),
+            ("capacity", release.consumable_capacity),
+            ("derivedAttributes", release.derived_attributes),
+        )
+        if not enabled
+    )
+
+
+def _record(dropped: list[FieldPath], value: Any, path: FieldPath, *rest: str | int) -> None:
+    """Report a drop only when the field held something (an empty list loses nothing)."""
+    if value not in (None, [], {}):
+        dropped.append(FieldPath((*path.parts, *rest)))

@@ -1,0 +1,132 @@
+"""What each Kubernetes release does with DRA claims (`upstream-rules.md` §1–§3.9).
+
+One frozen `Release` per minor version holds every difference the rule set, the
+converter and the skew report need, so that no code compares version numbers itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from draguard.schema.model.records import Record
+
+GROUP = "resource.k8s.io"
+API_VERSIONS = ("v1beta1", "v1beta2", "v1")
+
+
+@dataclass(frozen=True, slots=True)
+class Release(Record):
+    """One Kubernetes minor release, as far as DRA claims are concerned."""
+
+    minor: int
+
+    @property
+    def name(self) -> str:
+        return f"1.{self.minor}"
+
+    # §1.1 feature gates: default state in this release (None = the field does not exist).
+    @property
+    def prioritized_list(self) -> bool:
+        return self.minor >= 34
+
+    @property
+    def admin_access(self) -> bool:
+        return self.minor >= 34
+
+    @property
+    def device_taints(self) -> bool:
+        return self.minor >= 36
+
+    @property
+    def consumable_capacity(self) -> bool:
+        return self.minor >= 36
+
+    # §2.3 which fields the API types have at all in this release.
+    @property
+    def has_capacity_fields(self) -> bool:
+        """`capacity` and `constraints[].distinctAttribute` exist from 1.34."""
+        return self.minor >= 34
+
+    @property
+    def has_derived_attributes(self) -> bool:
+        """`derivedAttributes` exists in the newest (1.37) types, behind an alpha gate."""
+        return self.minor >= 37
+
+    @property
+    def derived_attributes(self) -> bool:
+        """DRADerivedAttributes is alpha and off by default wherever it exists (§1.1)."""
+        return False
+
+    # §1.2 API versions.
+    def has_api_version(self, version: str) -> bool:
+        """The version exists (possibly off by default) in this release."""
+        if version == "v1beta1":
+            return 32 <= self.minor < 38
+        if version == "v1beta2":
+            return 33 <= self.minor < 39
+        if version == "v1":
+            return self.minor >= 34
+        return False
+
+    def serves_by_default(self, version: str) -> bool:
+        """Beta APIs are off by default; only v1 (1.34+) is served out of the box."""
+        return version == "v1" and self.has_api_version(version)
+
+    # §3.9 validation generations.
+    @property
+    def short_circuit_too_many(self) -> bool:
+        """1.35+: TooMany on a list stops validation of its items (rule 3, 5, 8, 14, 17)."""
+        return self.minor >= 35
+
+    @property
+    def duplicate_at_name(self) -> bool:
+        """Before 1.35 duplicates were reported at `[i].name`, from 1.35 at `[i]` (rule 4, 9)."""
+        return self.minor < 35
+
+    @property
+    def new_qualified_name_messages(self) -> bool:
+        """1.35+ qualified-name messages (rule 20); older ones use Required/"must include a domain"."""
+        return self.minor >= 35
+
+    @property
+    def rejects_extra_slashes(self) -> bool:
+        """Newest only (1.37): `a/b/c` as attribute name → "must not contain more than one slash"."""
+        return self.minor >= 37
+
+    @property
+    def toleration_effects(self) -> tuple[str, ...]:
+        """Rule 16: `None` joined the effects in 1.35 (sorted as upstream lists them)."""
+        if self.minor >= 35:
+            return ("NoExecute", "NoSchedule", "None")
+        return ("NoExecute", "NoSchedule")
+
+    @property
+    def quoted_null(self) -> bool:
+        """1.33 printed a nil bad value as `"null"` (§3.1)."""
+        return self.minor <= 33
+
+    @property
+    def admin_access_label(self) -> str:
+        """§2.3: the namespace label that allows admin access."""
+        if self.minor <= 33:
+            return "resource.k8s.io/admin-access"
+        return "resource.kubernetes.io/admin-access"
+
+
+OLDEST = 33
+NEWEST = 37
+RELEASES = {f"1.{m}": Release(m) for m in range(OLDEST, 40)}
+DEFAULT_RELEASE = RELEASES[f"1.{NEWEST}"]
+
+
+def release(name: str) -> Release:
+    """Look up `1.33` … `1.39` (also accepts `v1.35`, `1.35.2`); raises ValueError otherwise."""
+    text = name.strip().lstrip("v")
+    parts = text.split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"not a Kubernetes version: {name!r} (expected e.g. 1.35)")
+    key = f"{int(parts[0])}.{int(parts[1])}"
+    if key not in RELEASES:
+        known = ", ".join(RELEASES)
+        raise ValueError(f"unsupported Kubernetes version {name!r}: draguard knows {known}")
+    return RELEASES[key]

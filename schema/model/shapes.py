@@ -1,0 +1,557 @@
+"""The wire shapes of each API version, and reading a document against them.
+
+Reading is what the apiserver's strict decoder does before any rule runs (§3.0 step
+1): a field the version does not have is `Unknown`, a wrong JSON type `Malformed`.
+Reading never raises; it returns a clean copy holding only well-typed, known
+fields (JSON `null` counts as absent, as Go's decoder leaves such fields zero), so
+the later pipeline steps may mutate it freely without touching the caller's object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, partial
+from typing import Any, Union
+
+from draguard.schema.model.defaults import (
+    AFTER_ALLOCATION_MODE,
+    EXACT_COUNT,
+    default_count,
+    default_device_fields,
+    default_flat_request,
+    default_tolerations,
+)
+from draguard.schema.model.errors import FieldError, malformed, unknown_field
+from draguard.schema.model.paths import FieldPath, MapKey, Segment
+from draguard.schema.model.records import Record
+from draguard.schema.model.releases import GROUP, Release
+
+Parts = tuple[Segment, ...]
+
+KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+VERSIONS = ("v1", "v1beta2", "v1beta1")
+PARALLEL_KEY = "prioritizedRequests"
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
+
+
+@dataclass(frozen=True)
+class Obj(Record):
+    """A JSON object with a closed set of fields (`open` ones accept anything else too)."""
+
+    type_name: str
+    fields: Mapping[str, Node]
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class ListOf(Record):
+    item: Node
+
+
+@dataclass(frozen=True)
+class MapOf(Record):
+    value: Node
+
+
+@dataclass(frozen=True)
+class Scalar(Record):
+    """`string`, `integer`, `boolean`, `quantity`, `any` or `raw` (RawExtension: null kept)."""
+
+    kind: str
+
+
+Node = Union[Obj, ListOf, MapOf, Scalar]  # noqa: UP007 - a runtime alias used in dataclass fields
+
+STRING, INTEGER, BOOLEAN = Scalar("string"), Scalar("integer"), Scalar("boolean")
+QUANTITY, ANY, RAW = Scalar("quantity"), Scalar("any"), Scalar("raw")
+
+OBJECT_META = Obj(
+    "ObjectMeta",
+    {
+        "name": STRING,
+        "generateName": STRING,
+        "namespace": STRING,
+        "selfLink": STRING,
+        "uid": STRING,
+        "resourceVersion": STRING,
+        "generation": INTEGER,
+        "creationTimestamp": ANY,
+        "deletionTimestamp": ANY,
+        "deletionGracePeriodSeconds": INTEGER,
+        "labels": MapOf(STRING),
+        "annotations": MapOf(STRING),
+        "ownerReferences": ListOf(Obj("OwnerReference", {}, open=True)),
+        "finalizers": ListOf(STRING),
+        "managedFields": ListOf(Obj("ManagedFieldsEntry", {}, open=True)),
+    },
+)
+
+# ObjectMeta's fields that reading keeps as they are when they hold exactly these types:
+# a string, or a map of strings to strings (see `plain_metadata`).
+_PLAIN_META: dict[str, bool] = {
+    name: child is STRING  # True: a string; False: a map of strings
+    for name, child in OBJECT_META.fields.items()
+    if child is STRING or (isinstance(child, MapOf) and child.value is STRING)
+}
+
+
+def plain_metadata(value: Any) -> dict[str, Any] | None:
+    """What `read(value, OBJECT_META, …)` gives, when it finds nothing; else None.
+
+    For metadata of only string fields, labels and annotations (claims' metadata at
+    admission nearly always): one pass of type checks and a copy, where the reader goes
+    through its per-field steps. Anything else (other fields, nulls, other types) is
+    None, and the caller reads it the full way.
+    """
+    if type(value) is not dict:
+        return None
+    copy: dict[str, Any] = {}
+    for key, item in value.items():
+        is_string = _PLAIN_META.get(key)
+        if is_string is None:
+            return None
+        if is_string:
+            if type(item) is not str:
+                return None
+        elif type(item) is not dict or not all(
+                type(k) is str and type(v) is str for k, v in item.items()):
+            return None
+        else:
+            item = dict(item)
+        copy[key] = item
+    return copy
+
+
+SELECTOR = Obj("DeviceSelector", {"cel": Obj("CELDeviceSelector", {"expression": STRING})})
+TOLERATION = Obj(
+    "DeviceToleration",
+    {
+        "key": STRING,
+        "operator": STRING,
+        "value": STRING,
+        "effect": STRING,
+        "tolerationSeconds": INTEGER,
+    },
+)
+CAPACITY = Obj("CapacityRequirements", {"requests": MapOf(QUANTITY)})
+
+
+def _exact_fields(release: Release, *, admin: bool) -> dict[str, Node]:
+    """Fields of ExactDeviceRequest / DeviceSubRequest (§2.1); capacity from 1.34 (§2.3)."""
+    fields: dict[str, Node] = {
+        "deviceClassName": STRING,
+        "selectors": ListOf(SELECTOR),
+        "allocationMode": STRING,
+        "count": INTEGER,
+    }
+    if admin:
+        fields["adminAccess"] = BOOLEAN
+    fields["tolerations"] = ListOf(TOLERATION)
+    if release.has_capacity_fields:
+        fields["capacity"] = CAPACITY
+    if release.has_derived_attributes:
+        # Newest types only (§2.1); its alpha gate is off, so it is dropped, not rejected (§3.8).
+        fields["derivedAttributes"] = ListOf(Obj("DeviceDerivedAttribute", {}, open=True))
+    return fields
+
+
+@cache
+def claim_spec_node(version: str, release: Release, parallel: bool) -> Obj:
+    """The `ResourceClaimSpec` of one version in one release (optionally the parallel shape)."""
+    subrequest = Obj("DeviceSubRequest", {"name": STRING, **_exact_fields(release, admin=False)})
+    if version == "v1beta1":
+        request = Obj(
+            "DeviceRequest",
+            {"name": STRING, **_exact_fields(release, admin=True), "firstAvailable": ListOf(subrequest)},
+        )
+    else:
+        exact = Obj("ExactDeviceRequest", _exact_fields(release, admin=True))
+        request = Obj(
+            "DeviceRequest",
+            {"name": STRING, "exactly": exact, "firstAvailable": ListOf(subrequest)},
+        )
+    if parallel:
+        # Contract §2: `requests` of the parallel shape holds only exact requests.
+        fields = {k: v for k, v in request.fields.items() if k != "firstAvailable"}
+        request = Obj(request.type_name, fields)
+    constraint_fields: dict[str, Node] = {"requests": ListOf(STRING), "matchAttribute": STRING}
+    if release.has_capacity_fields:
+        constraint_fields["distinctAttribute"] = STRING
+    config = Obj(
+        "DeviceClaimConfiguration",
+        {
+            "requests": ListOf(STRING),
+            "opaque": Obj("OpaqueDeviceConfiguration", {"driver": STRING, "parameters": RAW}),
+        },
+    )
+    devices: dict[str, Node] = {
+        "requests": ListOf(request),
+        "constraints": ListOf(Obj("DeviceConstraint", constraint_fields)),
+        "config": ListOf(config),
+    }
+    if parallel:
+        devices[PARALLEL_KEY] = ListOf(
+            Obj("PrioritizedDeviceRequest", {"name": STRING, "options": ListOf(subrequest)})
+        )
+    return Obj("ResourceClaimSpec", {"devices": Obj("DeviceClaim", devices)})
+
+
+@cache
+def document_node(kind: str, version: str, release: Release, parallel: bool) -> Obj:
+    spec = claim_spec_node(version, release, parallel)
+    top: dict[str, Node] = {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT_META}
+    if kind == "ResourceClaimTemplate":
+        top["spec"] = Obj("ResourceClaimTemplateSpec", {"metadata": OBJECT_META, "spec": spec})
+    else:
+        top["spec"] = spec
+        top["status"] = ANY  # reset on create (§3.0 step 4); its own rules are not in scope
+    return Obj(kind, top)
+
+
+@dataclass
+class Reading:
+    """The clean copy of a document and what reading it found."""
+
+    value: Any
+    findings: list[FieldError] = field(default_factory=list)
+
+
+_DROP = object()
+
+# A reader checks one value at `path` against its node: it returns the clean copy (or
+# _DROP) and appends findings. Readers are compiled once per node, so the per-field
+# work is one dict lookup and, for the many string fields, an inline type test; the
+# child path is built only for a container (its items need it) or a finding.
+#
+# Inside the reader a path is linked: `(parent, segment)`, down to a root `(parts,)`
+# holding the flat parts `read` was given. A child is then a pair whatever its depth,
+# where a flat tuple copies every segment above it; `_flat` undoes it for a finding.
+Linked = tuple[Any, ...]
+Reader = Callable[[Any, Linked, list[FieldError]], Any]
+
+# The types `read(..., defaulting=True)` defaults: those `default_device_fields` is for,
+# and v1beta1's flat DeviceRequest (`default_flat_request`, §4.2).
+DEFAULTED_TYPES = frozenset({"ExactDeviceRequest", "DeviceSubRequest"})
+FLAT_REQUEST = "DeviceRequest"
+
+_READERS: dict[tuple[int, str, bool], tuple[Node, Reader]] = {}
+_READERS_MAX = 512  # nodes are few and cached (document_node); a bound for callers' own
+
+
+def read(
+    value: Any, node: Node, path: FieldPath, api_version: str, *, defaulting: bool = False
+) -> Reading:
+    """Check `value` against `node`; return the clean copy and Unknown/Malformed findings.
+
+    With `defaulting`, every request read is also defaulted as `defaults.default_claim_spec`
+    does (§4.1, §4.2: exact requests, subrequests and v1beta1's flat requests), which
+    is all of it: a missing allocationMode is then written at its place while the copy
+    is built, instead of moving the keys after it later.
+    """
+    findings: list[FieldError] = []
+    clean = _reader(node, api_version, defaulting)(value, (path.parts,), findings)
+    return Reading(None if clean is _DROP else clean, findings)
+
+
+def _reader(node: Node, api_version: str, defaulting: bool) -> Reader:
+    """The compiled reader of `node`; the entry keeps the node alive so its id stays its own."""
+    key = (id(node), api_version, defaulting)
+    entry = _READERS.get(key)
+    if entry is None:
+        if len(_READERS) >= _READERS_MAX:
+            _READERS.clear()
+        entry = _READERS[key] = (node, _compile(node, api_version, defaulting))
+    return entry[1]
+
+
+def _compile(node: Node, api_version: str, defaulting: bool = False) -> Reader:
+    if isinstance(node, Obj):
+        if defaulting and node.type_name in DEFAULTED_TYPES:
+            return _defaulting_reader(node, api_version, flat=False)
+        if defaulting and node.type_name == FLAT_REQUEST and "deviceClassName" in node.fields:
+            return _defaulting_reader(node, api_version, flat=True)
+        return _object_reader(node, api_version, defaulting)
+    if isinstance(node, ListOf):
+        return _list_reader(_compile(node.item, api_version, defaulting))
+    if isinstance(node, MapOf):
+        return _map_reader(_compile(node.value, api_version, defaulting))
+    if node.kind == "string":
+        return _read_string
+    if node.kind in ("any", "raw"):
+        return _read_any
+    if node.kind == "integer":
+        return _read_integer
+    return partial(_read_scalar, node=node)
+
+
+def _object_reader(node: Obj, api_version: str, defaulting: bool = False) -> Reader:
+    plan = {name: _compile(child, api_version, defaulting) for name, child in node.fields.items()}
+    # JSON null counts as absent, except for a RawExtension, which keeps it.
+    keeps_null = frozenset(name for name, child in node.fields.items() if child is RAW)
+    unknown = f"{api_version} {node.type_name} has no such field"
+    is_open = node.open
+
+    def read_object(value: Any, path: Linked, out: list[FieldError]) -> Any:
+        if not isinstance(value, dict):
+            out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
+            return _DROP
+        result: dict[Any, Any] = {}
+        for key, item in value.items():
+            # Only a str equals a field name, so a key of another type finds nothing.
+            step = plan.get(key)
+            # The common fields first: a well-typed string or integer is checked inline.
+            if step is _read_string:
+                if isinstance(item, str):
+                    result[key] = item
+                    continue
+            elif step is _read_integer:
+                if type(item) is int and _INT64_MIN <= item <= _INT64_MAX:
+                    result[key] = item
+                    continue
+            elif step is None:
+                if is_open:
+                    result[str(key)] = item
+                else:
+                    out.append(unknown_field(_flat((path, str(key))), unknown))
+                continue
+            if item is None:
+                if key in keeps_null:
+                    result[key] = None
+                continue
+            clean = step(item, (path, key), out)
+            if clean is not _DROP:
+                result[key] = clean
+        return result
+
+    return read_object
+
+
+def _defaulting_reader(node: Obj, api_version: str, *, flat: bool) -> Reader:
+    """`_object_reader` plus `default_device_fields` (`flat`: `default_flat_request`) on the copy.
+
+    When the allocation default applies and the input has no allocationMode (the
+    common case), ExactCount is written just before the first copied field that Go
+    orders after it, which is where `default_allocation` would move it to; otherwise
+    the copy is defaulted afterwards.
+    """
+    plain = _object_reader(node, api_version, defaulting=True)
+    finish = default_flat_request if flat else default_device_fields
+    if node.open or any(child is RAW for child in node.fields.values()):
+        return _defaulted_after(plain, finish)  # not the request types as they are
+    plan = {name: _compile(child, api_version, True) for name, child in node.fields.items()}
+    unknown = f"{api_version} {node.type_name} has no such field"
+
+    def read_request(value: Any, path: Linked, out: list[FieldError]) -> Any:
+        if (
+            not isinstance(value, dict)
+            or "allocationMode" in value
+            # A flat request is allocation-defaulted only with a class (a non-empty string).
+            or (flat and not _non_empty_string(value.get("deviceClassName")))
+        ):
+            clean = plain(value, path, out)
+            if clean is not _DROP:
+                finish(clean)
+            return clean
+        result: dict[Any, Any] = {}
+        pending = True  # allocationMode not yet written
+        for key, item in value.items():
+            step = plan.get(key)
+            if step is None:
+                out.append(unknown_field(_flat((path, str(key))), unknown))
+                continue
+            if item is None:
+                continue  # no field of these types keeps a null
+            if (step is _read_string and isinstance(item, str)) or (
+                step is _read_integer and type(item) is int and _INT64_MIN <= item <= _INT64_MAX
+            ):
+                clean = item
+            else:
+                clean = step(item, (path, key), out)
+                if clean is _DROP:
+                    continue
+            if pending and key in AFTER_ALLOCATION_MODE:
+                result["allocationMode"] = EXACT_COUNT
+                pending = False
+            result[key] = clean
+        if pending:
+            result["allocationMode"] = EXACT_COUNT
+        default_count(result)
+        if "tolerations" in result:
+            default_tolerations(result)
+        return result
+
+    return read_request
+
+
+def _defaulted_after(reader: Reader, finish: Callable[[dict[str, Any]], None]) -> Reader:
+    def read_request(value: Any, path: Linked, out: list[FieldError]) -> Any:
+        clean = reader(value, path, out)
+        if clean is not _DROP:
+            finish(clean)
+        return clean
+
+    return read_request
+
+
+def _non_empty_string(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _list_reader(item_reader: Reader) -> Reader:
+    strings = item_reader is _read_string
+
+    def read_list(value: Any, path: Linked, out: list[FieldError]) -> Any:
+        if not isinstance(value, list):
+            out.append(malformed(_flat(path), f"expected array, got {json_type(value)}"))
+            return _DROP
+        items: list[Any] = []
+        for i, item in enumerate(value):
+            if strings and isinstance(item, str):
+                items.append(item)
+                continue
+            clean = item_reader(item, (path, i), out)
+            # A malformed item keeps its slot (as null) so later indexes stay the user's.
+            items.append(None if clean is _DROP else clean)
+        return items
+
+    return read_list
+
+
+def _map_reader(value_reader: Reader) -> Reader:
+    strings = value_reader is _read_string
+
+    def read_map(value: Any, path: Linked, out: list[FieldError]) -> Any:
+        if not isinstance(value, dict):
+            out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
+            return _DROP
+        result = {}
+        for key, item in value.items():
+            if strings and type(key) is str and isinstance(item, str):
+                result[key] = item  # the common label: str(key) would be `key` itself
+                continue
+            name = str(key)
+            clean = value_reader(item, (path, MapKey(name)), out)
+            if clean is not _DROP:
+                result[name] = clean
+        return result
+
+    return read_map
+
+
+def _flat(path: Linked) -> FieldPath:
+    """The FieldPath of a linked path (only for a finding, so rarely)."""
+    segments: list[Segment] = []
+    while len(path) == 2:
+        path, segment = path
+        segments.append(segment)
+    segments.reverse()
+    return FieldPath((*path[0], *segments))
+
+
+def _read_string(value: Any, path: Linked, out: list[FieldError]) -> Any:
+    if isinstance(value, str):
+        return value
+    out.append(malformed(_flat(path), f"expected string, got {json_type(value)}"))
+    return _DROP
+
+
+def _read_any(value: Any, path: Linked, out: list[FieldError]) -> Any:
+    return value
+
+
+def _read_integer(value: Any, path: Linked, out: list[FieldError]) -> Any:
+    return _read_scalar(value, path, out, node=INTEGER)
+
+
+def _read_scalar(value: Any, path: Linked, out: list[FieldError], *, node: Scalar) -> Any:
+    kind = node.kind
+    if kind in ("any", "raw"):
+        return value
+    if kind == "string":
+        ok = isinstance(value, str)
+    elif kind == "boolean":
+        ok = isinstance(value, bool)
+    elif kind == "integer":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and not _INT64_MIN <= value <= _INT64_MAX:
+            out.append(malformed(_flat(path), "integer out of int64 range"))
+            return _DROP
+    else:  # quantity: a number or a string in Kubernetes quantity syntax
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        ok = isinstance(value, str) and bool(_QUANTITY_RE.fullmatch(value))
+        if isinstance(value, str) and not ok:
+            out.append(malformed(_flat(path), f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
+            return _DROP
+    if not ok:
+        out.append(malformed(_flat(path), f"expected {kind}, got {json_type(value)}"))
+        return _DROP
+    return value
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentType(Record):
+    """What a document claims to be: kind, version and shape."""
+
+    kind: str
+    version: str
+    parallel: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{GROUP}/{self.version}"
+
+    @property
+    def shape(self) -> str:
+        return "parallel" if self.parallel else self.version
+
+
+def identify(obj: Any) -> DocumentType | None:
+    """Recognise a ResourceClaim(Template) of a known resource.k8s.io version, else None."""
+    if not isinstance(obj, dict):
+        return None
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if kind not in KINDS or not isinstance(api_version, str):
+        return None
+    group, _, version = api_version.partition("/")
+    if group != GROUP or version not in VERSIONS:
+        return None
+    parallel = _has_parallel_list(obj, kind)
+    if kind.__class__ is str:  # the usual plain string: one shared, immutable value
+        return _document_type(kind, version, parallel)
+    return DocumentType(kind, version, parallel)
+
+
+@cache
+def _document_type(kind: str, version: str, parallel: bool) -> DocumentType:
+    return DocumentType(kind, version, parallel)
+
+
+def _has_parallel_list(obj: dict[str, Any], kind: str) -> bool:
+    spec = obj.get("spec")
+    if kind == "ResourceClaimTemplate" and isinstance(spec, dict):
+        spec = spec.get("spec")
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    return isinstance(devices, dict) and PARALLEL_KEY in devices

@@ -1,0 +1,1 @@
+"""The operator's mutation policy: its model, file, catalog, limits and the mutation itself."""

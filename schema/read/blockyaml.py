@@ -1,0 +1,244 @@
+"""The fast path for plain block-style YAML: values from yaml-rs, positions from the lines.
+
+Manifests in git are nearly always block-style YAML with plain keys and one-line
+scalars. For such a document the Rust parser `yaml-rs` builds the value in about a
+third of the time libyaml's events take (`yamlevents`), and a node's position can be
+read off the lines themselves, on demand, for the few paths that have findings.
+
+yaml-rs reads YAML 1.2, draguard (like PyYAML) reads YAML 1.1 (`yamlevents`), and the
+two differ on some plain scalars (`yes`, `on`, `0777`, `1_000`, `1:20`, `1e3`, …). So a
+document takes this path only when every line matches `_BLOCK`, a grammar whose plain
+scalars mean the same in both: keys are identifiers or simply quoted, values are
+strings that start with a letter (and are not YAML 1.1 booleans), decimal numbers,
+one-line quoted strings, `~`, `[]` or `{}`. Anything else (flow collections, block
+scalars, anchors, tags, multi-line quoted strings, other characters libyaml refuses,
+duplicate keys) goes to `yamlevents`, which also gives the precise error for a
+document that does not parse. `tests/schema/test_blockyaml.py` checks both halves
+against `yamlevents`: same values, same positions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import yaml_rs
+
+from draguard.schema.model.paths import Segment
+
+# Characters libyaml refuses in a scalar (outside its printable set), line breaks (NEL,
+# LS and PS are breaks in YAML 1.1 only), the BOM and surrogates.
+_BAD = r"\n\r\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+_TAIL = r"(?:[ \t]++(?:#[^\n]*+)?+)?+"  # trailing blanks and a comment
+_BOOL11 = r"(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"  # booleans in 1.1 only
+_KEYWORD = rf"(?:{_BOOL11}|y|Y|n|N|true|True|TRUE|false|False|FALSE|null|Null|NULL)"
+# The keyword lookaheads run only for a first letter that may start a keyword: most keys
+# and values start with another, and the lookahead is a fifth of the grammar's time.
+_KEY = (
+    rf"(?:(?:[A-EG-MP-SU-XZa-eg-mp-su-xz_]|(?!{_KEYWORD}:)[FNOTYfnoty])[A-Za-z0-9_./-]*+"
+    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+')"
+)
+_SCALAR = (
+    r"(?:\[\]|\{\}|~"
+    rf'|"[^"\\{_BAD}]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{{4}})[^"\\{_BAD}]*+)*+"'
+    rf"|'[^'{_BAD}]*+(?:''[^'{_BAD}]*+)*+'"
+    r"|-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?"
+    rf")(?=[ \t\n]|\Z){_TAIL}"
+)
+# A plain string: not a 1.1-only boolean, and never `: ` (that would be a mapping).
+_PLAIN = (
+    rf"(?:[A-MP-XZa-mp-xz_/]|(?!{_BOOL11}(?:[ \t#\n]|\Z))[NOYnoy])"
+    rf"[^{_BAD}:]*+(?::[^ \t{_BAD}:][^{_BAD}:]*+)*+"
+)
+# Plain first, as most values are: the two cannot start with the same character.
+_VALUE = rf"(?:{_PLAIN}|{_SCALAR})"
+_ENTRY_LINE = rf"{_KEY}:(?:[ ]++{_VALUE}|{_TAIL})"
+_LINE = (
+    rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
+    rf"|[ ]*+(?:-(?:[ ]++(?:{_ENTRY_LINE}|{_VALUE})|{_TAIL})"  # `- key: value`, `- value`, `-`
+    rf"|{_ENTRY_LINE}"  # `key: value`, `key:`
+    r"|(?:#[^\n]*+)?))"  # a comment, a blank line
+)
+_BLOCK = re.compile(rf"(?:{_LINE}\n)*+{_LINE}")
+
+
+def load(text: str) -> Any | None:
+    """The document's value, or None when it is not plain block YAML (or does not parse).
+
+    A None sends the caller to `yamlevents`, which reads any YAML and reports errors.
+    """
+    if "\r" in text or _BLOCK.fullmatch(text) is None:
+        return None
+    try:
+        return yaml_rs.loads(
+            text,
+            parse_datetime=False,
+            duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error,
+        )
+    except (yaml_rs.YAMLDecodeError, ValueError, TypeError, OverflowError, RecursionError):
+        return None
+
+
+# --- positions ---------------------------------------------------------------------------
+# Only for documents that `load` accepted: every line is blank, a comment, a marker,
+# `[- ]key:[ value]` or `-[ value]`, so where a node starts follows from the columns.
+# The patterns start with the line break before a line (the text gets one in front),
+# so that the regular expression engine can skip to line starts.
+
+# A line that starts a node: its indentation, and its dash when it is a list item.
+_CONTENT_LINE = re.compile(r"\n(?!---|\.\.\.)( *+)(?:(-)(?=[ \n])|(?=[^ \n#]))")
+_ENTRY = re.compile(rf"({_KEY}):(?=[ \n])")
+_NO_VALUE = re.compile(r"[ \t]*+(?:#[^\n]*+)?+\n")  # nothing (but a comment) after a colon
+_SPACES = re.compile(r" *+")
+# `_NO_VALUE` then `_CONTENT_LINE` in one match: nothing after the colon, lines that are
+# not content (blank, comment, marker), then the content line. When it fails, the two
+# steps say why (a scalar, or no line follows).
+_COLLECTION_VALUE = re.compile(
+    r"[ \t]*+(?:#[^\n]*+)?+"
+    r"(?:\n(?:(?:---|\.\.\.)[^\n]*+| *+(?:#[^\n]*+)?+)(?=\n))*+"
+    r"\n( *+)(?:(-)(?=[ \n])|(?=[^ \n#]))"
+)
+
+
+@lru_cache(maxsize=512)
+def _key_or_end(column: int, key: str) -> re.Pattern[str]:
+    """The line of entry `key` at `column`, or the first line less indented (the end)."""
+    k = re.escape(key)
+    end = rf"| {{0,{column - 1}}}[^ \n#]" if column else ""
+    return re.compile(rf"\n(?:( {{{column}}})(?:{k}|\"{k}\"|'{k}'):(?=[ \n]){end})")
+
+
+@lru_cache(maxsize=128)
+def _indented_at_most(column: int) -> re.Pattern[str]:
+    """The next content line indented `column` or less: a list item's dash at `column`,
+    or the first line past the list (less indented, or a key at the dash's column, as a
+    list may sit at its parent key's column). One alternative, possessive: the lines
+    inside the items, the most, fail at their first character past `column`."""
+    return re.compile(rf"\n {{0,{column}}}+[^ \n#]")
+
+
+_Node = tuple[int, int, int, bool]
+"""A collection: the line break before its first line, its column (of its keys or its
+dashes), the offset where it starts, and whether it is a list."""
+
+
+_Found = tuple[int, "_Node | None", dict[Segment, "_Found"]]
+"""A node found: where it starts, the collection it is (None for a scalar), and its
+children found so far, by segment."""
+
+
+class Lines:
+    """Where the nodes of a document that `load` accepted start, read from its lines.
+
+    Lint places a document's findings one by one, and their paths share prefixes
+    (`spec.devices.requests[i]`), so each node found is remembered, in a tree of the
+    segments that lead to it: a walk then follows dict lookups from the top, where
+    keys of path prefixes would be sliced and hashed at every depth.
+    """
+
+    __slots__ = ("_top", "text")
+
+    def __init__(self, text: str) -> None:
+        # Every line, the first and the last too, then sits between two line breaks.
+        self.text = "\n" + text + "\n"
+        self._top: _Found | None = None
+
+    def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
+        """How many of `parts` exist, and the 0-based line and column where the deepest
+        of them starts (a mapping entry at its key; the top node for none)."""
+        text = self.text
+        found = self._top
+        if found is None:
+            top = _collection(text, 0, -1, indentless=False)
+            found = self._top = (top[2] if top is not None else 1, top, {})  # 1: the text's start
+        depth = 0
+        for part in parts:
+            children = found[2]
+            child = children.get(part)
+            if child is None:
+                node = found[1]
+                if node is None:
+                    break
+                if node[3]:
+                    located = _item(text, node, part) if type(part) is int else None
+                else:
+                    located = _entry(text, node, part) if type(part) is str else None
+                if located is None:
+                    break
+                child = children[part] = (located[0], located[1], {})
+            found = child
+            depth += 1
+        mark = found[0]
+        return depth, text.count("\n", 0, mark) - 1, mark - text.rfind("\n", 0, mark) - 1
+
+
+def _collection(text: str, start: int, parent: int, *, indentless: bool) -> _Node | None:
+    """The collection on the first content line after `start` if it belongs to a node at
+    column `parent`: indented past it, or a list at its column when `indentless`."""
+    line = _CONTENT_LINE.search(text, start)
+    return None if line is None else _belonging(line, parent, indentless=indentless)
+
+
+def _belonging(line: re.Match[str], parent: int, *, indentless: bool) -> _Node | None:
+    """The collection whose first line `line` matched (group 1 its indent after the line
+    break, group 2 a dash), if it belongs to a node at column `parent`."""
+    begin, column, seq = line.start(1) - 1, line.end(1) - line.start(1), line.start(2) >= 0
+    if column < parent or (column == parent and not (seq and indentless)):
+        return None
+    return begin, column, begin + 1 + column, seq
+
+
+def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
+    _, column, at, _ = node  # `at`: the first key, which may follow an item's dash
+    if text.startswith(key, at) and text.startswith(":", at + len(key)):
+        colon = at + len(key) + 1
+    elif text[at] in "\"'" and (first := _ENTRY.match(text, at)) and _unquote(first[1]) == key:
+        colon = first.end()
+    else:
+        found = _key_or_end(column, key).search(text, text.find("\n", at))
+        if found is None or found.start(1) < 0:
+            return None
+        at, colon = found.start() + 1 + column, found.end()
+    line = _COLLECTION_VALUE.match(text, colon)
+    if line is not None:
+        return at, _belonging(line, column, indentless=True)
+    empty = _NO_VALUE.match(text, colon)
+    if empty is None:
+        return at, None  # a scalar, `[]` or `{}`
+    return at, _collection(text, empty.end() - 1, column, indentless=True)
+
+
+def _item(text: str, node: _Node, index: int) -> tuple[int, _Node | None] | None:
+    if index < 0:
+        return None
+    column = node[1]
+    line = _indented_at_most(column)
+    pos = node[0]
+    while True:  # to the dash of item `index`, or past the list
+        dash = line.search(text, pos)
+        if dash is None:
+            return None
+        pos = dash.end()  # just past the line's first character
+        if pos - dash.start() - 2 != column or text[pos - 1] != "-":
+            return None  # less indented, or a key at the dash's column: past the list
+        if text[pos] not in " \n":
+            continue  # not a dash that starts an item (`-\t`): neither an item nor the end
+        if not index:
+            break
+        index -= 1
+    spaces = _SPACES.match(text, pos)
+    content = spaces.end() if spaces is not None else pos
+    if text[content] not in "#\n":
+        if _ENTRY.match(text, content) is None:
+            return content, None  # a scalar item
+        begin = dash.start()
+        return content, (begin, content - begin - 1, content, False)
+    child = _collection(text, text.find("\n", content), column, indentless=False)
+    # libyaml places a null item just past its dash.
+    return (child[2] if child is not None else pos), child
+
+
+def _unquote(key: str) -> str:
+    return key[1:-1] if key[:1] in ("\"", "'") else key

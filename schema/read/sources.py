@@ -1,0 +1,342 @@
+"""Reading manifests: files, folders and stdin, split into documents, parsed, located.
+
+The reader follows kubectl's `yaml.NewYAMLReader`: a YAML file is cut into documents
+at document-start lines (`---`, possibly followed by content or a comment) and after
+document-end lines (`...`), and every piece is parsed on its own, so that one broken
+document is reported with its line while the rest of the file is still checked. A JSON file holds one or more concatenated JSON values.
+
+Numbering: `Chunk.index` is the 0-based position of a document among the file's
+non-empty documents (a piece with nothing but comments, blank lines, markers or
+directives is not a document, as kubectl skips it).
+
+Speed: plain block-style YAML documents are parsed by yaml-rs (`blockyaml`), other
+YAML with libyaml, its events going straight into values and node positions in one
+pass (`yamlevents`); JSON with the C `json` module.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Literal, NamedTuple
+
+import yaml
+
+from draguard.schema.model.paths import Segment
+from draguard.schema.model.records import Record
+from draguard.schema.read import blockyaml, jsondecode
+from draguard.schema.read.blockyaml import Lines
+from draguard.schema.read.yamlevents import Positions, load_with_positions
+
+Format = Literal["yaml", "json"]
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Source(Record):
+    """The decoded text of one input file (or stdin) and how to read it."""
+
+    name: str
+    text: str
+    format: Format
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable(Record):
+    """An input that could not be read at all: missing, a directory error, bad bytes."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk(Record):
+    """One document's text and where its first character sits in its file (0-based)."""
+
+    file: str
+    index: int
+    text: str
+    line: int
+    column: int
+    format: Format
+
+
+@dataclass(frozen=True, slots=True)
+class SyntaxProblem(Record):
+    """A document that does not parse, with the 1-based position of the problem."""
+
+    detail: str
+    line: int
+    column: int
+
+
+class Position(NamedTuple):
+    """A 1-based line and column, and whether the node asked for exists itself.
+
+    A named tuple: lint locates every finding, and a frozen dataclass costs more to make.
+    """
+
+    line: int
+    column: int
+    exact: bool = True
+
+
+# --- finding and reading inputs ------------------------------------------------------
+
+def expand_paths(paths: Iterable[str]) -> Iterator[str]:
+    """Each argument as given, folders replaced by their manifests (recursively, sorted).
+
+    A file named explicitly is read whatever its suffix; inside folders only `*.yaml`,
+    `*.yml` and `*.json` are taken, and hidden entries (`.git`) are left out.
+    """
+    for path in paths:
+        if path == STDIN or not os.path.isdir(path):
+            yield path
+            continue
+        yield from sorted(_walk_manifests(path))
+
+
+def _walk_manifests(folder: str) -> Iterator[str]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if name.endswith(SUFFIXES) and not name.startswith("."):
+                yield os.path.join(root, name)
+
+
+def read_source(path: str, stdin: BinaryIO | None = None) -> Source | Unreadable:
+    """Read and decode one input; UTF-8 (with or without BOM) is the only encoding accepted."""
+    name = STDIN_NAME if path == STDIN else path
+    try:
+        if path == STDIN:
+            data = (stdin if stdin is not None else sys.stdin.buffer).read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+    except OSError as exc:
+        return Unreadable(name, exc.strerror or str(exc))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return Unreadable(name, f"not UTF-8 text (byte {exc.start}: {data[exc.start]:#04x})")
+    # YAML counts \r\n and a lone \r as one line break; editors do too.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return Source(name, text, _sniff_format(path, text))
+
+
+def _sniff_format(path: str, text: str) -> Format:
+    if path.endswith(".json"):
+        return "json"
+    if path == STDIN and text.lstrip()[:1] in ("{", "["):
+        return "json"
+    return "yaml"
+
+
+# --- splitting into documents ---------------------------------------------------------
+
+# A document marker: `---` or `...` at column 0, then nothing or whitespace. YAML forbids
+# both inside any scalar at column 0, so cutting the text at them is exact.
+# A marker line, found by the line break before it (a literal the engine can skip to).
+_MARKER = re.compile(r"\n(---|\.\.\.)(?=[ \t\n]|\Z)")
+# A line that holds something besides blanks, comments, bare markers and directives.
+_CONTENT = re.compile(r"^(?![ \t]*(?:#|$))(?!(?:---|\.\.\.)[ \t]*(?:#|$))(?!%)", re.M)
+_DIRECTIVE = re.compile(r"^%", re.M)
+
+
+def split_documents(source: Source) -> list[Chunk]:
+    """Cut a source into its documents, each with its place in the file."""
+    if source.format == "json":
+        return _split_json(source)
+    return _split_yaml(source)
+
+
+def _split_yaml(source: Source) -> list[Chunk]:
+    text = source.text
+    cuts = [0]
+    # In the text with a line break in front, a match starts where its line does in `text`.
+    for match in _MARKER.finditer("\n" + text):
+        if match.group(1) == "---":
+            cuts.append(match.start())
+        else:  # `...` ends the document; the next one starts on the following line
+            end = text.find("\n", match.start())
+            cuts.append(len(text) if end < 0 else end + 1)
+    cuts.append(len(text))
+    chunks: list[Chunk] = []
+    pending_start: int | None = None  # a directives-only piece joins the next document
+    line, counted_to = 0, 0  # newlines are counted once, left to right
+    for start, end in itertools.pairwise(cuts):
+        if end <= start:
+            continue
+        piece_start = start if pending_start is None else pending_start
+        if _CONTENT.search(text, start, end) is None:
+            has_directive = _DIRECTIVE.search(text, start, end) is not None
+            pending_start = piece_start if has_directive else None
+            continue
+        line += text.count("\n", counted_to, piece_start)
+        counted_to = piece_start
+        chunks.append(Chunk(source.name, len(chunks), text[piece_start:end], line, 0, "yaml"))
+        pending_start = None
+    return chunks
+
+
+def _split_json(source: Source) -> list[Chunk]:
+    text = source.text
+    decoder = json.JSONDecoder()
+    chunks: list[Chunk] = []
+    pos = _skip_space(text, 0)
+    while pos < len(text):
+        try:
+            _, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            end = len(text)  # the rest is one broken document; parsing it reports where
+        line = text.count("\n", 0, pos)
+        column = pos - (text.rfind("\n", 0, pos) + 1)
+        chunks.append(Chunk(source.name, len(chunks), text[pos:end], line, column, "json"))
+        pos = _skip_space(text, end)
+    return chunks
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\n":
+        pos += 1
+    return pos
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+# Errors a parser raises for bad input; RecursionError for absurdly deep nesting.
+_PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed(Record):
+    """A document's value and, for YAML, where its nodes start: libyaml's marks
+    (`yamlevents.Positions`), or for plain block YAML its lines (`blockyaml.Lines`)."""
+
+    value: Any
+    positions: Positions | Lines | None
+
+
+def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
+    """The document's value (and positions), or where and why it does not parse; never raises.
+
+    Plain block YAML (most manifests) is read by `blockyaml`, its nodes located from
+    its lines when asked; other YAML by libyaml's events, positions recorded in the same
+    pass (most documents get a warning or an error, so a second pass would cost more);
+    JSON by the C `json` module, located only on request (`positions`).
+    """
+    try:
+        if chunk.format == "json":
+            return Parsed(jsondecode.loads(chunk.text), None)
+        value = blockyaml.load(chunk.text)
+        if value is not None:
+            return Parsed(value, Lines(chunk.text))
+        return Parsed(*load_with_positions(chunk.text))
+    except json.JSONDecodeError as exc:
+        return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        # An unclosed bracket or quote is noticed at the end of the document; the place
+        # where the unfinished construct started helps more.
+        if mark is not None and exc.context_mark is not None and mark.index >= _end(chunk):
+            mark = exc.context_mark
+        line, column = (mark.line, mark.column) if mark is not None else (0, 0)
+        return _problem(chunk, f"cannot parse YAML: {_yaml_reason(exc)}", line, column)
+    except _PARSE_ERRORS as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        kind = "JSON" if chunk.format == "json" else "YAML"
+        return _problem(chunk, f"cannot parse {kind}: {reason}", 0, 0)
+
+
+def load(chunk: Chunk) -> Any | SyntaxProblem:
+    """The document's value, or where and why it does not parse; never raises."""
+    parsed = parse(chunk)
+    return parsed.value if isinstance(parsed, Parsed) else parsed
+
+
+def _end(chunk: Chunk) -> int:
+    return chunk.column + len(chunk.text.rstrip())
+
+
+def _yaml_reason(exc: yaml.MarkedYAMLError) -> str:
+    parts = [p for p in (exc.context, exc.problem) if p]
+    return ": ".join(parts) if parts else "invalid YAML"
+
+
+def _problem(chunk: Chunk, detail: str, line: int, column: int) -> SyntaxProblem:
+    """Turn a position inside the chunk into a 1-based position in the file."""
+    if line == 0:
+        column += chunk.column
+    return SyntaxProblem(detail, chunk.line + line + 1, column + 1)
+
+
+# --- positions -------------------------------------------------------------------------
+
+def positions(chunk: Chunk) -> Positions | None:
+    """Where the nodes of a document start, read again as YAML (for JSON; None if it fails)."""
+    # Pad the first line so that columns of a JSON value that starts mid-line are right.
+    text = " " * chunk.column + chunk.text if chunk.column else chunk.text
+    try:
+        return load_with_positions(text)[1]
+    except _PARSE_ERRORS:
+        return None
+
+
+def locate(
+    chunk: Chunk, root: Positions | Lines | None, candidates: Sequence[Sequence[Segment]]
+) -> Position:
+    """Where the first candidate path that exists starts; else the deepest existing parent.
+
+    A mapping entry is located at its key, a list item at the item; an empty path at the
+    document's top node.
+    """
+    if root is None:
+        return Position(chunk.line + 1, chunk.column + 1, exact=False)
+    walk = root.walk if isinstance(root, Lines) else functools.partial(_walk, root)
+    best: tuple[int, int, int] | None = None
+    for parts in candidates:
+        depth, line, column = walk(parts)
+        if depth == len(parts):
+            return _position(chunk, line, column, exact=True)
+        if best is None or depth > best[0]:
+            best = (depth, line, column)
+    _, line, column = best if best is not None else walk(())
+    return _position(chunk, line, column, exact=False)
+
+
+def _mark_of(node: Positions) -> Any:
+    return node[0] if type(node) is tuple else node
+
+
+def _walk(root: Positions, parts: Sequence[Segment]) -> tuple[int, int, int]:
+    """`Lines.walk` over libyaml's marks: parts found, and the deepest one's line and column."""
+    node, mark = root, _mark_of(root)
+    depth = 0
+    for part in parts:
+        children = node[1] if type(node) is tuple else None
+        if isinstance(part, int):
+            if type(children) is not list or not 0 <= part < len(children):
+                break
+            node = children[part]
+            mark = _mark_of(node)
+        else:
+            if type(children) is not dict or part not in children:
+                break
+            mark, node = children[part]
+        depth += 1
+    return depth, mark.line, mark.column
+
+
+def _position(chunk: Chunk, line: int, column: int, *, exact: bool) -> Position:
+    # Lines and columns are 0-based and count from the chunk's start (the padded first
+    # line of a JSON value included).
+    return Position(chunk.line + line + 1, column + 1, exact)

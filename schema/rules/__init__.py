@@ -1,0 +1,1 @@
+"""The apiserver's validation rules for claims and templates, on the hub shape."""

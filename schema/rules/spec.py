@@ -1,0 +1,514 @@
+"""The claim-spec rules of the apiserver (`upstream-rules.md` §3.3), on the hub shape.
+
+One `check_*` function per API type; each caller hands its child path down, so every
+error is complete when made (the apimachinery model). Input is the clean, defaulted,
+converted and gate-dropped internal spec: types are already right, so rules only
+check values. The order of errors is upstream's (§3.4).
+
+This is the hot path of `draguard lint` and the webhook, so it is written for speed:
+paths are plain tuples (`Parts`), turned into a `FieldPath` only when an error is
+made; findings are appended to one list rather than yielded through nested
+generators; and a value is first tested with a cheap predicate, so the path of a
+field and the messages of a format are built only for a value that fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import cache, lru_cache
+from typing import Any
+
+from draguard.schema.cel.check import check_selector, selector_passes
+from draguard.schema.model import formats
+from draguard.schema.model.errors import (
+    FieldError,
+    duplicate,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+    too_many,
+)
+from draguard.schema.model.paths import FieldPath, Parts
+from draguard.schema.model.releases import Release
+
+# §2.4 constants.
+REQUESTS_MAX = 32
+FIRST_AVAILABLE_MAX = 8
+SELECTORS_MAX = 32
+CONSTRAINTS_MAX = 32
+CONFIG_MAX = 32
+PARAMETERS_MAX = 10 * 1024
+
+ONE_OF_REQUIRED = "exactly one of `exactly` or `firstAvailable` is required"
+ONE_OF_MULTIPLE = ONE_OF_REQUIRED + ", but multiple fields are set"
+BAD_REFERENCE = (
+    "must be the name of a request in the claim or the name of a request and a subrequest "
+    "separated by '/'"
+)
+NO_ATTRIBUTE = (
+    # (sic) upstream says "multiple" although none is set (rule 18).
+    'exactly one of "matchAttribute" or "distinctAttribute" is required, '
+    "but multiple fields are set"
+)
+PASSING_CACHE_SIZE = 4096
+ALLOCATION_MODES = ("All", "ExactCount")
+OPERATORS = ("Equal", "Exists")
+
+Errors = list[FieldError]
+Check = Callable[[dict[str, Any], Parts, Errors], None]
+# name → None (exact request) or the set of its subrequest names (rule 19).
+RequestNames = dict[str, frozenset[str] | None]
+# The items of a list field; those that are not mappings are skipped (see `_items`).
+Items = Sequence[Any]
+
+
+def rules_for(release: Release) -> Rules:
+    """The rule set of `release`, built once (its release flags are read once, too)."""
+    return _rules_for(release)
+
+
+@cache
+def _rules_for(release: Release) -> Rules:
+    return Rules(release)
+
+
+class Rules:
+    """The rule set bound to one release (messages and paths differ between releases)."""
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        # Release flags are properties; the loops below read them as plain attributes.
+        self._short_circuit = release.short_circuit_too_many
+        self._duplicate_at_name = release.duplicate_at_name
+        self._effects = release.toleration_effects
+        # Expressions known to compile cleanly in this release: a set lookup is several
+        # times cheaper than the call into the CEL cache, and selectors repeat a lot.
+        self._passing: set[str] = set()
+
+    def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
+        """Every finding for one claim spec at `path`, in upstream's order."""
+        out: Errors = []
+        self.check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
+        return out
+
+    # -- list helpers ------------------------------------------------------------------
+
+    def check_list(
+        self, items: Items, max_items: int, check: Check, path: Parts, out: Errors
+    ) -> None:
+        """`validateSlice`: TooMany short-circuits in 1.35+, else is appended after the items."""
+        over = len(items) > max_items
+        if over and self._short_circuit:
+            out.append(too_many(FieldPath(path), len(items), max_items))
+            return
+        for i, item in enumerate(items):
+            if isinstance(item, dict):  # else malformed, already reported while reading
+                check(item, (*path, i), out)
+        if over:
+            out.append(too_many(FieldPath(path), len(items), max_items))
+
+    def check_named_set(
+        self,
+        items: Items,
+        max_items: int,
+        check: Check,
+        path: Parts,
+        out: Errors,
+    ) -> None:
+        """`validateSet` keyed by `name`: a list plus a Duplicate per repeated name (rules 4, 9).
+
+        Duplicates follow all item errors; their path is the list index since 1.35
+        (before: `[i].name`, rule 4 version note).
+        """
+        over = len(items) > max_items
+        if over and self._short_circuit:
+            out.append(too_many(FieldPath(path), len(items), max_items))
+            return
+        seen: set[Any] = set()
+        repeated: list[tuple[int, Any]] = []
+        for i, item in enumerate(items):
+            if isinstance(item, dict):  # else malformed, already reported while reading
+                check(item, (*path, i), out)
+                name = item.get("name", "")
+                if name in seen:
+                    repeated.append((i, name))
+                seen.add(name)
+        for i, name in repeated:  # after every item's own errors
+            at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
+            out.append(duplicate(FieldPath(at), name))
+        if over:
+            out.append(too_many(FieldPath(path), len(items), max_items))
+
+    # -- claim spec ----------------------------------------------------------------------
+
+    def check_device_claim(self, devices: dict[str, Any], path: Parts, out: Errors) -> None:
+        requests = _items(devices.get("requests"))
+        self.check_named_set(
+            requests, REQUESTS_MAX, self.check_request, (*path, "requests"), out
+        )
+        constraints = _items(devices.get("constraints"))
+        configs = _items(devices.get("config"))
+        if not constraints and not configs:
+            return  # nothing refers to the requests: no lookup table to build
+        names = gather_request_names(requests)
+        if constraints:
+            self.check_list(
+                constraints,
+                CONSTRAINTS_MAX,
+                lambda c, p, o: self.check_constraint(c, p, names, o),
+                (*path, "constraints"),
+                out,
+            )
+        if configs:
+            self.check_list(
+                configs,
+                CONFIG_MAX,
+                lambda c, p, o: self.check_config(c, p, names, o),
+                (*path, "config"),
+                out,
+            )
+
+    # -- requests (rules 6–13) -----------------------------------------------------------
+
+    # A valid value is recognised inline (a predicate, no path); the `check_*` function
+    # that builds the path and the messages runs only for a value that fails.
+
+    def check_request(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
+        name = request.get("name", "")
+        if not formats.is_dns1123_label(name):
+            check_request_name(name, path, out)
+        subrequests = _items(request.get("firstAvailable"))
+        exactly = request.get("exactly")
+        has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
+        if has_first and has_exact:  # rule 7: neither branch's content is validated
+            out.append(invalid(FieldPath(path), None, ONE_OF_MULTIPLE))
+        elif not has_first and not has_exact:
+            out.append(required(FieldPath(path), ONE_OF_REQUIRED))
+        elif isinstance(exactly, dict):
+            self.check_exact(exactly, (*path, "exactly"), out)
+        else:
+            self.check_named_set(
+                subrequests,
+                FIRST_AVAILABLE_MAX,
+                self.check_subrequest,
+                (*path, "firstAvailable"),
+                out,
+            )
+
+    def check_exact(self, exact: dict[str, Any], path: Parts, out: Errors) -> None:
+        """Rules 11–13 (adminAccess and capacity have no value rules)."""
+        device_class = exact.get("deviceClassName", "")
+        if not (device_class and formats.is_dns1123_subdomain(device_class)):
+            check_device_class(device_class, path, out)
+        self.check_device_fields(exact, path, out)
+
+    def check_subrequest(self, sub: dict[str, Any], path: Parts, out: Errors) -> None:
+        """Rule 10."""
+        name = sub.get("name", "")
+        if not formats.is_dns1123_label(name):
+            check_request_name(name, path, out)
+        device_class = sub.get("deviceClassName", "")
+        if not (device_class and formats.is_dns1123_subdomain(device_class)):
+            check_device_class(device_class, path, out)
+        self.check_device_fields(sub, path, out)
+
+    def check_device_fields(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
+        """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
+        selectors = request.get("selectors")
+        if selectors and isinstance(selectors, list) and not self.selectors_pass(selectors):
+            self.check_list(
+                selectors, SELECTORS_MAX, self.check_selector, (*path, "selectors"), out
+            )
+        mode, count = request.get("allocationMode", ""), request.get("count", 0)
+        if not ((mode == "ExactCount" and count > 0) or (mode == "All" and count == 0)):
+            check_allocation(mode, count, path, out)
+        tolerations = request.get("tolerations")
+        if tolerations and isinstance(tolerations, list):
+            for t, toleration in enumerate(tolerations):
+                if isinstance(toleration, dict):
+                    self.check_toleration(toleration, (*path, "tolerations", t), out)
+
+    def selectors_pass(self, selectors: list[Any]) -> bool:
+        """True when `check_list` over these selectors would find nothing."""
+        if len(selectors) > SELECTORS_MAX:
+            return False
+        passing = self._passing
+        for selector in selectors:
+            if not isinstance(selector, dict):
+                continue  # malformed: reported while reading, skipped by the rules
+            cel = selector.get("cel")
+            if not isinstance(cel, dict):
+                return False
+            expression = cel.get("expression", "")
+            if expression in passing:
+                continue
+            if not selector_passes(expression, release=self.release):
+                return False
+            if len(passing) >= PASSING_CACHE_SIZE:
+                passing.clear()
+            passing.add(expression)
+        return True
+
+    def check_selector(self, selector: dict[str, Any], path: Parts, out: Errors) -> None:
+        """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
+        cel = selector.get("cel")
+        if not isinstance(cel, dict):
+            out.append(required(FieldPath((*path, "cel"))))
+            return
+        expression = cel.get("expression", "")
+        if not selector_passes(expression, release=self.release):
+            at = FieldPath((*path, "cel", "expression"))
+            out.extend(check_selector(expression, at, release=self.release))
+
+    def check_toleration(self, toleration: dict[str, Any], path: Parts, out: Errors) -> None:
+        """Rule 16 (an empty key is allowed with any operator; tolerationSeconds unchecked)."""
+        key = toleration.get("key", "")
+        if key and not formats.is_qualified_name(key):
+            for msg in formats.qualified_name_messages(key):
+                out.append(invalid(FieldPath((*path, "key")), key, msg))
+        operator, value = toleration.get("operator", ""), toleration.get("value", "")
+        if operator == "Exists":
+            if value:
+                detail = "must be empty for operator `Exists`"
+                out.append(invalid(FieldPath((*path, "value")), value, detail))
+        elif operator == "Equal":
+            if not formats.is_label_value(value):
+                for msg in formats.label_value_messages(value):
+                    out.append(invalid(FieldPath((*path, "value")), value, msg))
+        elif operator == "":
+            out.append(required(FieldPath((*path, "operator"))))
+        else:
+            out.append(not_supported(FieldPath((*path, "operator")), operator, OPERATORS))
+        effect = toleration.get("effect", "")
+        if effect and effect not in self._effects:
+            out.append(not_supported(FieldPath((*path, "effect")), effect, self._effects))
+
+    # -- constraints and config (rules 17–21) ----------------------------------------------
+
+    def check_references(
+        self, refs: list[Any], path: Parts, names: RequestNames, out: Errors
+    ) -> None:
+        """`validateSet` over request references (rule 17): items, then duplicates."""
+        over = len(refs) > REQUESTS_MAX
+        if over and self._short_circuit:
+            out.append(too_many(FieldPath(path), len(refs), REQUESTS_MAX))
+            return
+        for i, ref in enumerate(refs):
+            # A non-string is a malformed item, already reported while reading.
+            if isinstance(ref, str) and not reference_passes(ref, names):
+                check_reference(ref, (*path, i), names, out)
+        seen: set[str] = set()
+        for i, ref in enumerate(refs):
+            if not isinstance(ref, str):
+                continue
+            if ref in seen:
+                out.append(duplicate(FieldPath((*path, i)), ref))
+            seen.add(ref)
+        if over:
+            out.append(too_many(FieldPath(path), len(refs), REQUESTS_MAX))
+
+    def check_constraint(
+        self, constraint: dict[str, Any], path: Parts, names: RequestNames, out: Errors
+    ) -> None:
+        self.check_references(constraint.get("requests", []), (*path, "requests"), names, out)
+        # Rule 18: with both set, distinctAttribute is ignored.
+        field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
+        if field in constraint:
+            attribute = constraint[field]
+            if not attribute_name_passes(attribute):
+                self.check_qualified_name(attribute, (*path, field), out)
+        elif self.release.consumable_capacity:
+            out.append(required(FieldPath(path), NO_ATTRIBUTE))
+        else:
+            out.append(required(FieldPath((*path, "matchAttribute"))))
+
+    def check_config(
+        self, config: dict[str, Any], path: Parts, names: RequestNames, out: Errors
+    ) -> None:
+        """Rule 21."""
+        self.check_references(config.get("requests", []), (*path, "requests"), names, out)
+        opaque = config.get("opaque")
+        if not isinstance(opaque, dict):
+            out.append(required(FieldPath((*path, "opaque"))))
+            return
+        check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
+        check_parameters(opaque, (*path, "opaque", "parameters"), out)
+
+    def check_qualified_name(self, name: str, path: Parts, out: Errors) -> None:
+        """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
+
+        Before 1.35 (S2, S4) an empty name or part was `Required` and a missing domain
+        "must include a domain"; from 1.35 all are `Invalid` with the newer texts.
+        """
+        new = self.release.new_qualified_name_messages
+        if not name and not new:
+            out.append(required(FieldPath(path), "name required"))
+            return
+        parts = name.split("/")
+        if len(parts) == 1:
+            check_c_identifier(name, path, out)
+            detail = "a fully qualified name must be a domain and a name separated by a slash"
+            out.append(invalid(FieldPath(path), name, detail if new else "must include a domain"))
+        elif len(parts) == 2:
+            domain, ident = parts
+            if not domain:
+                out.append(_empty_part(path, "the domain must not be empty", new=new))
+            else:
+                check_driver_name(domain, path, out)
+            if not ident:
+                out.append(_empty_part(path, "the name must not be empty", new=new))
+            else:
+                check_c_identifier(ident, path, out)
+        elif self.release.rejects_extra_slashes:
+            out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
+
+
+@lru_cache(maxsize=formats.PREDICATE_CACHE_SIZE)
+def attribute_name_passes(name: str) -> bool:
+    """True when `check_qualified_name` finds nothing in any release: `domain/identifier`
+    with a valid driver-name domain and C identifier (the few attribute names repeat)."""
+    domain, slash, ident = name.partition("/")
+    return (
+        bool(slash)
+        and "/" not in ident
+        and 0 < len(domain) <= formats.DRIVER_NAME_MAX
+        and formats.is_dns1123_subdomain(domain.lower())
+        and 0 < len(ident) <= formats.C_IDENTIFIER_MAX
+        and formats.c_identifier_matches(ident)
+    )
+
+
+def _empty_part(path: Parts, detail: str, *, new: bool) -> FieldError:
+    return invalid(FieldPath(path), "", detail) if new else required(FieldPath(path), detail)
+
+
+# -- format rules shared by several types ------------------------------------------------
+
+
+def check_request_name(name: str, parent: Parts, out: Errors) -> None:
+    """Rule 6 / 10a: `parent.name` is a DNS label; "" gets the regex message, not Required (§3.2)."""
+    if not formats.is_dns1123_label(name):
+        for msg in formats.dns1123_label_messages(name):
+            out.append(invalid(FieldPath((*parent, "name")), name, msg))
+
+
+def check_device_class(name: str, parent: Parts, out: Errors) -> None:
+    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain."""
+    if not name:
+        out.append(required(FieldPath((*parent, "deviceClassName"))))
+    elif not formats.is_dns1123_subdomain(name):
+        for msg in formats.dns1123_subdomain_messages(name):
+            out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
+
+
+def check_allocation(mode: str, count: int, parent: Parts, out: Errors) -> None:
+    """Rule 15, on `parent.allocationMode` and `parent.count`."""
+    if mode == "ExactCount":
+        if count <= 0:
+            out.append(invalid(FieldPath((*parent, "count")), count, "must be greater than zero"))
+    elif mode == "All":
+        if count != 0:
+            detail = "must not be specified when allocationMode is 'All'"
+            out.append(invalid(FieldPath((*parent, "count")), count, detail))
+    else:
+        out.append(not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES))
+
+
+def check_c_identifier(name: str, path: Parts, out: Errors) -> None:
+    if len(name) > formats.C_IDENTIFIER_MAX:
+        out.append(too_long(FieldPath(path), formats.C_IDENTIFIER_MAX))
+    if not formats.c_identifier_matches(name):
+        out.append(invalid(FieldPath(path), name, formats.C_IDENTIFIER_MSG))
+
+
+def check_driver_name(name: str, path: Parts, out: Errors) -> None:
+    """`ValidateCSIDriverName`: ≤ 63, DNS subdomain checked on the lower-cased value (§3.2).
+
+    For "" only Required is reported, as the newest declarative test expects
+    (upstream-rules.md §6 open point 2).
+    """
+    if not name:
+        out.append(required(FieldPath(path)))
+        return
+    if len(name) > formats.DRIVER_NAME_MAX:
+        out.append(too_long(FieldPath(path), formats.DRIVER_NAME_MAX))
+    lowered = name.lower()
+    if not formats.is_dns1123_subdomain(lowered):
+        for msg in formats.dns1123_subdomain_messages(lowered):
+            out.append(invalid(FieldPath(path), name, msg))
+
+
+def check_parameters(opaque: dict[str, Any], path: Parts, out: Errors) -> None:
+    """Rule 21: present, ≤ 10240 bytes of JSON, and a JSON object."""
+    if "parameters" not in opaque or opaque["parameters"] is None:
+        out.append(required(FieldPath(path)))
+        return
+    params = opaque["parameters"]
+    # The apiserver measures the raw bytes it received; a compact encoding is what kubectl sends.
+    size = len(json.dumps(params, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > PARAMETERS_MAX:
+        out.append(too_long(FieldPath(path), PARAMETERS_MAX))
+        return
+    if not isinstance(params, dict):
+        out.append(invalid(FieldPath(path), "<value omitted>", "must be a valid JSON object"))
+
+
+def reference_passes(ref: str, names: RequestNames) -> bool:
+    """True when `check_reference` finds nothing: a resolving `request[/subrequest]`.
+
+    Every name in `names` came from the claim; a reference that resolves must still be
+    made of DNS labels, since the claim's own names may be invalid.
+    """
+    request, slash, sub = ref.partition("/")
+    if request not in names or not formats.is_dns1123_label(request):
+        return False
+    if not slash:
+        return True
+    subs = names[request]
+    return subs is not None and sub in subs and formats.is_dns1123_label(sub)
+
+
+def check_reference(ref: str, path: Parts, names: RequestNames, out: Errors) -> None:
+    """Rule 19: `request` or `request/subrequest`, each segment a DNS label, and it must resolve."""
+    segments = ref.split("/")
+    if len(segments) > 2:
+        out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
+        return
+    for segment in segments:
+        if not formats.is_dns1123_label(segment):
+            for msg in formats.dns1123_label_messages(segment):
+                out.append(invalid(FieldPath(path), segment, msg))
+    if not reference_resolves(segments, names):
+        out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
+
+
+def reference_resolves(segments: list[str], names: RequestNames) -> bool:
+    if segments[0] not in names:
+        return False
+    if len(segments) == 1:
+        return True
+    subs = names[segments[0]]
+    return subs is not None and segments[1] in subs
+
+
+def gather_request_names(requests: Items) -> RequestNames:
+    """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does."""
+    names: RequestNames = {}
+    for request in requests:
+        if not isinstance(request, dict):
+            continue
+        sub_names = [
+            str(sub.get("name", ""))
+            for sub in _items(request.get("firstAvailable"))
+            if isinstance(sub, dict)
+        ]
+        names[str(request.get("name", ""))] = frozenset(sub_names) if sub_names else None
+    return names
+
+
+def _items(value: Any) -> Items:
+    """A list field's items, not copied: the loops skip an item that is not a mapping
+    (malformed, reported while reading), so later indexes stay the user's."""
+    return value if isinstance(value, list) else ()

@@ -1,0 +1,1 @@
+"""The `draguard` command: the dispatcher over every package's subcommands, and `serve`."""

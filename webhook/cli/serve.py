@@ -1,0 +1,101 @@
+"""`draguard serve`: parse the config → certificates → metrics folder → gunicorn.
+
+With no arguments this is the README's "run" command: it makes (or reuses) a
+throwaway CA and serving certificate in the state folder, listens on 8443, and
+prints the CA bundle and a `curl` line that sends an example AdmissionReview.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from draguard.webhook.config import Config, ConfigError, parse_config
+
+EXAMPLE_REVIEW = {
+    "apiVersion": "admission.k8s.io/v1",
+    "kind": "AdmissionReview",
+    "request": {
+        "uid": "00000000-0000-0000-0000-000000000001",
+        "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+        "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "name": "gpu-claim",
+        "object": {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu-claim"},
+            "spec": {"devices": {"requests": [{
+                "name": "gpu",
+                "firstAvailable": [
+                    {"name": "h100", "deviceClassName": "h100.nvidia.com"},
+                    {"name": "a100", "deviceClassName": "a100.nvidia.com", "count": 2},
+                ],
+            }]}},
+        },
+    },
+}
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        config = parse_config(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    except ConfigError as exc:
+        print(f"draguard serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        bundle = prepare_certificates(config)
+    except Exception as exc:  # certificate files the user named or a state dir we cannot use
+        print(f"draguard serve: {exc}", file=sys.stderr)
+        return 1
+    from draguard.webhook.serving.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+
+    metrics_dir = prepare_multiprocess_dir(config.metrics_dir)
+    print_banner(config, bundle)
+    from draguard.webhook.serving.server import WebhookServer
+
+    try:
+        WebhookServer(config).run()  # returns through SystemExit when the master stops
+    finally:
+        if config.metrics_dir is None:  # a temporary folder of our own
+            remove_multiprocess_dir(metrics_dir)
+    return 0
+
+
+def prepare_certificates(config: Config) -> str | None:
+    """Make or reuse the state folder's certificates; the base64 CA bundle when self-made."""
+    from draguard.certs.files import ca_bundle_b64, ensure_certificates, load_pair
+
+    if config.cert is not None and config.key is not None:
+        load_pair(config.cert, config.key)  # fail now, naming the file, not per connection
+        return None
+    ensured = ensure_certificates(config.state_dir, service=config.service,
+                                  namespace=config.namespace)
+    print(f"certificates {ensured.action} in {config.state_dir}"
+          + (f" ({ensured.reason})" if ensured.reason else ""), file=sys.stderr)
+    example = config.state_dir / "example-review.json"
+    example.write_text(json.dumps(EXAMPLE_REVIEW, indent=2) + "\n")
+    return ca_bundle_b64(config.state_dir)
+
+
+def print_banner(config: Config, bundle: str | None) -> None:
+    """The CA bundle (for the webhook configuration's caBundle) and a ready curl line."""
+    port = config.port
+    if bundle is not None:
+        print(f"caBundle: {bundle}")
+    ca = config.ca_file
+    host = config.service_dns
+    target = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+    curl = ["curl", "--resolve", f"{host}:{port}:{target}"]
+    if ca is not None:
+        curl += ["--cacert", str(ca)]
+    curl += ["-H", "Content-Type: application/json",
+             "--data", "@" + str(Path(config.state_dir) / "example-review.json"),
+             f"https://{host}:{port}/validate"]
+    print("try: " + shlex.join(curl), flush=True)

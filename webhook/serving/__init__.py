@@ -1,0 +1,1 @@
+"""Serving the app: gunicorn, TLS contexts, metrics and the decision log."""

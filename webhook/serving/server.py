@@ -1,0 +1,74 @@
+"""gunicorn, configured in code from the frozen `Config` (no config file to drift).
+
+Threaded workers (`gthread`) keep connections alive between requests because the
+apiserver reuses them; the keep-alive timeout (120 s) outlasts the Go client's idle
+timeout (90 s in client-go's transport defaults), so the server never closes a
+connection the apiserver is about to reuse. The workers are gthread's, spreading
+those long-lived connections evenly (`draguard.webhook.serving.balance`). TLS contexts come
+from the cached `ssl_context` hook in `draguard.webhook.serving.tls`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from draguard.webhook.config import Config
+from draguard.webhook.serving import balance, metrics
+from draguard.webhook.serving.tls import gunicorn_ssl_context
+
+
+def gunicorn_settings(config: Config) -> dict[str, Any]:
+    """The gunicorn settings for `config` (also used by bench/webhook.py for its no-op app)."""
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    settings: dict[str, Any] = {
+        "bind": [f"{host}:{config.port}"],
+        "workers": config.workers,
+        # gthread, spreading kept-alive connections over the workers (webhook.balance).
+        "worker_class": balance.BalancedThreadWorker,
+        "pre_fork": balance.pre_fork,
+        "threads": config.threads,
+        "keepalive": config.keepalive,
+        "certfile": str(config.cert_file),
+        "keyfile": str(config.key_file),
+        "ssl_context": gunicorn_ssl_context,
+        "child_exit": child_exit,
+        "loglevel": config.log_level,
+        "accesslog": None,  # the app logs one JSON line per decision instead
+        "proc_name": "draguard",
+        "timeout": 30,
+        "graceful_timeout": 10,
+        # gunicorn 25+ opens a control socket at one fixed per-user path; several
+        # servers on a host (tests, bench, a sidecar) would fight over it.
+        "control_socket_disable": True,
+    }
+    settings.update(config.extra)
+    return settings
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """gunicorn `child_exit` hook (master): free the worker's slot and metrics."""
+    balance.release_slot(worker)
+    metrics.child_exit(server, worker)
+
+
+class WebhookServer(BaseApplication):  # type: ignore[misc]
+    """gunicorn running `create_app(config)` in each worker."""
+
+    def __init__(self, config: Config, settings: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self.settings = gunicorn_settings(config) if settings is None else settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        for name, value in self.settings.items():
+            self.cfg.set(name, value)
+
+    def load(self) -> Any:
+        # Imported here, in the worker: the master never loads Flask or the rule set.
+        from draguard.webhook.app import create_app
+        from draguard.webhook.serving.singlewrite import install
+
+        install()
+        return create_app(self.config)
