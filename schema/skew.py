@@ -13,23 +13,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from draguard.schema.advice.codes import Advice
+from draguard.schema.advice.skew import SKEW_CODES
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.records import Record
-from draguard.schema.model.releases import GROUP, RELEASES, Release
+from draguard.schema.model.releases import FEATURE_SINCE, GROUP, RELEASES, Release
 from draguard.schema.model.shapes import identify
 from draguard.schema.validate import validate_object
 
-# The release in which each gated field became on by default (§1.1); before it, a
-# component that lacks the feature ignores the field.
-FEATURE_SINCE = {
-    "firstAvailable": (34, "DRAPrioritizedList"),
-    "adminAccess": (34, "DRAAdminAccess"),
-    "tolerations": (36, "DRADeviceTaints"),
-    "capacity": (36, "DRAConsumableCapacity"),
-    "distinctAttribute": (36, "DRAConsumableCapacity"),
-}
 _GATE_OF = {name: gate for name, (_, gate) in FEATURE_SINCE.items()}
 
 
@@ -173,47 +166,11 @@ def _has(node: Any, part: Any) -> bool:
     return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
-def component_notes(obj: Any) -> list[str]:
-    """The scheduler/kubelet/driver view: which components must be new enough, and why."""
+def skew_advice(obj: Any) -> list[Advice]:
+    """The `skew-*` advice of the newest release: the scheduler/kubelet/driver view.
+
+    The same `Advice` lint and the webhook give (advice/skew.py), less the codes the
+    object silences with `draguard.io/ignore`.
+    """
     verdict = validate_object(obj, options=Options(default_namespace="default"))
-    if verdict.skipped or verdict.internal is None:
-        return []
-    notes = []
-    for feature, _minor in sorted(features_used(verdict.internal).items(), key=lambda kv: kv[1]):
-        since, gate = FEATURE_SINCE[feature]
-        if feature == "firstAvailable":
-            notes.append(
-                f"uses firstAvailable: a scheduler or controller older than 1.{since} (or with {gate} off) "
-                "sees a request with neither `exactly` nor `firstAvailable` and refuses to allocate it; "
-                "drivers must understand results named `<request>/<subrequest>`"
-            )
-        else:
-            notes.append(
-                f"uses {feature}: components older than 1.{since} (or with {gate} off) ignore it"
-            )
-    return notes
-
-
-def features_used(internal: dict[str, Any]) -> dict[str, int]:
-    """Gated fields the hub-shaped document uses → the release that turned them on."""
-    spec = internal.get("spec", {})
-    if internal.get("kind") == "ResourceClaimTemplate" and isinstance(spec, dict):
-        spec = spec.get("spec", {})
-    devices = spec.get("devices", {}) if isinstance(spec, dict) else {}
-    used: dict[str, int] = {}
-    for request in devices.get("requests", []) if isinstance(devices, dict) else []:
-        if not isinstance(request, dict):
-            continue
-        members = [request.get("exactly"), *list(request.get("firstAvailable") or [])]
-        if request.get("firstAvailable"):
-            used["firstAvailable"] = FEATURE_SINCE["firstAvailable"][0]
-        for member in members:
-            if not isinstance(member, dict):
-                continue
-            for feature in ("adminAccess", "tolerations", "capacity"):
-                if member.get(feature):
-                    used[feature] = FEATURE_SINCE[feature][0]
-    for constraint in devices.get("constraints", []) if isinstance(devices, dict) else []:
-        if isinstance(constraint, dict) and constraint.get("distinctAttribute"):
-            used["distinctAttribute"] = FEATURE_SINCE["distinctAttribute"][0]
-    return used
+    return [item for item in verdict.warnings if item.code in SKEW_CODES]

@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
-from draguard.schema.advice.skew import limit_warnings, skew_warnings
 from draguard.schema.model.errors import FieldError, aggregate_message, go_quote
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
@@ -31,6 +31,12 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 # opaque parameters 900 levels deep made /mutate an internal error (tests/hostile).
 # Real claims nest about 10 levels; driver parameters rarely more than a few.
 MAX_NESTING = 200
+
+# Warnings are bounded as the apiserver bounds them: each item is cut at 256 characters
+# and the total stays within 4,096 (Kubernetes "admission webhook warnings" guidance;
+# more is dropped by the apiserver anyway).
+MAX_WARNING_CHARS = 256
+MAX_TOTAL_CHARS = 4096
 
 # `allowed`/`denied`: judged; `skipped`: not a claim or template draguard knows (allowed,
 # with a warning); `ignored`: DELETE/CONNECT; `error`: an internal error, answered per
@@ -248,21 +254,40 @@ _WARNINGS = "draguard.webhook.warnings"  # the key in `Verdict.derived`
 
 
 def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
-    """Skew warnings, then the rule set's own advice (issue 7), within the apiserver's limits.
+    """The rule set's advice (issue 7 and skew), within the apiserver's limits.
 
     Only on CREATE: the spec is immutable afterwards, and repeating the same warnings
     on every metadata update would teach users to ignore them.
     """
     if review.operation != "CREATE":
         return ()
-    # Both kinds depend on the spec alone (and the silencing annotation, which the
-    # rule set's memo keys on too), so claims from one template share them.
+    # Advice depends on the spec alone (and the silencing annotation, which the rule
+    # set's memo keys on too), so claims from one template share it.
     cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
     if cached is None:
-        advice = (f"{item.field}: {item.message}" for item in verdict.warnings)
-        cached = tuple(limit_warnings([*skew_warnings(review.object), *advice]))
+        cached = tuple(limit_warnings(f"{item.field}: {item.message}" for item in verdict.warnings))
         verdict.derived[_WARNINGS] = cached
     return cached  # `_response` copies it into the answer
+
+
+def limit_warnings(warnings: Iterable[str]) -> list[str]:
+    """Cut each warning to 256 characters and stop before the total passes 4,096."""
+    out: list[str] = []
+    total = 0
+    for text in warnings:
+        line = text if text.isprintable() else _printable(text)
+        if len(line) > MAX_WARNING_CHARS:
+            line = line[: MAX_WARNING_CHARS - 1] + "…"
+        if total + len(line) > MAX_TOTAL_CHARS:
+            break
+        out.append(line)
+        total += len(line)
+    return out
+
+
+def _printable(text: str) -> str:
+    # Warnings travel as HTTP Warning headers, where control characters are not allowed.
+    return "".join(" " if unicodedata.category(ch)[0] in "CZ" else ch for ch in text)
 
 
 def _judge(review: Review, rules: RuleSet) -> Verdict:

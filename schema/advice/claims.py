@@ -13,72 +13,21 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+from draguard.schema.advice.codes import CODES as CODES
+from draguard.schema.advice.codes import IGNORE_ANNOTATION as IGNORE_ANNOTATION
+from draguard.schema.advice.codes import Advice as Advice
+from draguard.schema.advice.codes import Version as Version
+from draguard.schema.advice.codes import ignored_codes as ignored_codes
+from draguard.schema.advice.requests import Request, gather_requests
+from draguard.schema.advice.skew import check_skew
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.records import Record
-from draguard.schema.model.releases import Release
 
-IGNORE_ANNOTATION = "draguard.io/ignore"
 MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
 MAX_RESULTS = 32  # AllocationResultsMaxSize (§2.4)
 ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 devices
 COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
 PROFILES = ("kueue", "autoscaler", "dynamo")
-
-# A request gathered once per claim spec for every check: its index among the user's
-# requests, the request, its (mapping) subrequests, its alternatives (the subrequests,
-# else the exact request, else none) and their device counts with `All` as 0.
-Request = tuple[int, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[int]]
-
-CODES = (
-    "config-names-parent",
-    "quota-charge",
-    "all-mode-in-alternative",
-    "alternative-counts-differ",
-    "devices-over-32",
-    "combinations",
-    "pod-names-subrequest",
-    "consumer-profile",
-    "class-config-request-names",
-    "scoring-crash",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Advice(Record):
-    """One warning: where, a stable code, and what to do about it."""
-
-    path: FieldPath
-    code: str
-    message: str
-    release_note: bool = False  # about a bug of the selected release (for `draguard skew`)
-
-    @property
-    def field(self) -> str:
-        return str(self.path)
-
-
-@dataclass(frozen=True, slots=True)
-class Version(Record):
-    """A Kubernetes version down to the patch, when known (release notes need patches)."""
-
-    release: Release
-    patch: int | None = None
-
-    def before(self, minor: int, patch: int) -> bool:
-        """True when this version is `1.minor.x` with x < patch (unknown patch: assume affected)."""
-        return self.release.minor == minor and (self.patch is None or self.patch < patch)
-
-    def within(self, minor: int, first: int, last: int) -> bool:
-        return self.release.minor == minor and (self.patch is None or first <= self.patch <= last)
-
-
-def ignored_codes(metadata: Any) -> frozenset[str]:
-    """Codes silenced by the object's `draguard.io/ignore: code,code` annotation."""
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    raw = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
-    if not isinstance(raw, str):
-        return frozenset()
-    return frozenset(code.strip() for code in raw.split(",") if code.strip())
 
 
 def advise_claim_spec(
@@ -98,8 +47,8 @@ def advise_claim_spec(
     if not isinstance(devices, dict):
         return []
     dpath = path.child("devices")
-    requests = _requests(devices)
-    out: list[Advice] = []
+    requests = gather_requests(devices)
+    out: list[Advice] = list(check_skew(devices, requests, dpath))
     if devices.get("config"):
         out.extend(check_config_names_parent(devices, dpath))
     _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))
@@ -142,7 +91,7 @@ class ReferenceRewrite(Record):
 def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
     """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
     out: dict[str, list[str]] = {}
-    for _, request, subrequests, _, _ in _requests(devices):
+    for _, request, subrequests, _, _ in gather_requests(devices):
         name = request.get("name")
         if not isinstance(name, str):
             continue
@@ -364,36 +313,6 @@ def check_class_config_names(
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _requests(devices: dict[str, Any]) -> list[Request]:
-    items = devices.get("requests")
-    if not isinstance(items, list):
-        return []
-    out: list[Request] = []
-    for i, request in enumerate(items):
-        if isinstance(request, dict):
-            # `_subrequests` and `_device_count` inline: this runs for every request.
-            subs: list[dict[str, Any]] = []
-            listed = request.get("firstAvailable")
-            if listed and isinstance(listed, list):
-                for sub in listed:
-                    if isinstance(sub, dict):
-                        subs.append(sub)
-            if subs:
-                alternatives = subs
-            else:
-                exact = request.get("exactly")
-                alternatives = [exact] if isinstance(exact, dict) else []
-            counts = []
-            for alternative in alternatives:
-                if alternative.get("allocationMode") == "All":
-                    counts.append(0)
-                    continue
-                count = alternative.get("count", 1)
-                counts.append(count if isinstance(count, int) and count > 0 else 1)
-            out.append((i, request, subs, alternatives, counts))
-    return out
 
 
 def _per_class(counter: dict[str, int]) -> str:

@@ -1,128 +1,119 @@
-"""Skew warnings: what older cluster components will not understand in an admitted claim.
+"""Skew advice: what older cluster components will not understand in an admitted claim.
 
 The apiserver accepts these objects; the risk is a component one or more minors
 behind (a scheduler, controller or driver during an upgrade) that lacks the feature.
-Warnings are bounded as the apiserver bounds them: each item is cut at 256
-characters and the total stays within 4,096 (Kubernetes "admission webhook
-warnings" guidance; more is dropped by the apiserver anyway).
+Each finding is an `Advice` with a `skew-*` code, produced by `advise_claim_spec` with
+the other claim checks, so lint, the webhook and `draguard skew` show the same
+findings and `draguard.io/ignore` silences them alike.
 """
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from draguard.schema.skew import FEATURE_SINCE
+from draguard.schema.advice.codes import Advice
+from draguard.schema.advice.requests import Request
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import FEATURE_SINCE, SUBREQUEST_RESULTS_SINCE
 
-MAX_WARNING_CHARS = 256
-MAX_TOTAL_CHARS = 4096
-
-
-def skew_warnings(obj: Any) -> list[str]:
-    """Warnings for the requests, constraints and config of a claim or template, in order.
-
-    Not yet limited: the caller adds other warnings and applies `limit_warnings` once.
-    """
-    spec = _claim_spec(obj)
-    if spec is None:
-        return []
-    devices = spec.get("devices")
-    if not isinstance(devices, dict):
-        return []
-    return list(_device_warnings(devices))
-
-
-def limit_warnings(warnings: Iterable[str]) -> list[str]:
-    """Cut each warning to 256 characters and stop before the total passes 4,096."""
-    out: list[str] = []
-    total = 0
-    for text in warnings:
-        line = text if text.isprintable() else _printable(text)
-        if len(line) > MAX_WARNING_CHARS:
-            line = line[: MAX_WARNING_CHARS - 1] + "…"
-        if total + len(line) > MAX_TOTAL_CHARS:
-            break
-        out.append(line)
-        total += len(line)
-    return out
+# Gated field → its code; the order is the order of the checks on one request.
+FIELD_CODES = {
+    "adminAccess": "skew-admin-access",
+    "tolerations": "skew-tolerations",
+    "capacity": "skew-capacity",
+}
+SKEW_CODES = (
+    "skew-first-available",
+    *FIELD_CODES.values(),
+    "skew-subrequest-results",
+    "skew-distinct-attribute",
+)
 
 
-def _printable(text: str) -> str:
-    # Warnings travel as HTTP Warning headers, where control characters are not allowed.
-    return "".join(" " if unicodedata.category(ch)[0] in "CZ" else ch for ch in text)
-
-
-def _claim_spec(obj: Any) -> Mapping[str, Any] | None:
-    if not isinstance(obj, dict):
-        return None
-    spec = obj.get("spec")
-    if obj.get("kind") == "ResourceClaimTemplate" and isinstance(spec, dict):
-        spec = spec.get("spec")
-    return spec if isinstance(spec, dict) else None
-
-
-def _device_warnings(devices: Mapping[str, Any]) -> Iterator[str]:
-    requests = devices.get("requests")
+def check_skew(
+    devices: dict[str, Any], requests: list[Request], dpath: FieldPath
+) -> Iterator[Advice]:
+    """Per request its gated features, then subrequest references, then distinctAttribute."""
     prioritized: set[str] = set()
-    for request in requests if isinstance(requests, list) else []:
-        if not isinstance(request, dict):
-            continue
+    for i, request, subs, _, _ in requests:
+        rpath = dpath.child("requests").index(i)
         name = _name(request)
-        if request.get("firstAvailable"):
+        if subs:
             prioritized.add(name)
-            # upstream-rules.md §1.1/§1.3: the gate is beta from 1.34; an older scheduler
-            # sees a request with neither `exactly` nor `deviceClassName` and refuses it.
-            yield (
-                f"request {name} uses firstAvailable: schedulers before {_since('firstAvailable')} cannot "
-                "allocate it"
-            )
-        yield from _exact_warnings(name, request)
-    yield from _reference_warnings(devices, prioritized)
+            yield _first_available(name, rpath)
+        yield from _field_advice(name, request, subs, rpath)
+    yield from _reference_advice(devices, prioritized, dpath)
+    yield from _distinct_attribute_advice(devices, dpath)
 
 
 def _since(feature: str) -> str:
-    """The release that turned the feature's gate on by default (one table: schema.skew)."""
+    """The release that turned the feature's gate on by default (model.releases)."""
     return f"1.{FEATURE_SINCE[feature][0]}"
 
 
-def _exact_warnings(name: str, request: Mapping[str, Any]) -> Iterator[str]:
+def _first_available(name: str, rpath: FieldPath) -> Advice:
+    # upstream-rules.md §1.1/§1.3: the gate is beta from 1.34; an older scheduler sees a
+    # request with neither `exactly` nor `deviceClassName` and refuses it.
+    return Advice(
+        rpath.child("firstAvailable"),
+        "skew-first-available",
+        f"request {name} uses firstAvailable: schedulers before {_since('firstAvailable')} "
+        "cannot allocate it",
+    )
+
+
+def _field_advice(
+    name: str, request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath
+) -> Iterator[Advice]:
     exact = request.get("exactly")
-    fields = exact if isinstance(exact, dict) else request  # v1beta1 keeps them flat
-    listed = request.get("firstAvailable")
-    subs = [s for s in listed if isinstance(s, dict)] if isinstance(listed, list) else []
+    fields = exact if isinstance(exact, dict) else {}
+    # §1.1 DRAAdminAccess: default-on from 1.34; older apiservers drop the field.
     if fields.get("adminAccess") is True:
-        # §1.1 DRAAdminAccess: default-on from 1.34; older apiservers drop the field.
-        yield f"request {name} uses adminAccess: clusters before {_since('adminAccess')} drop it"
+        yield Advice(rpath, FIELD_CODES["adminAccess"],
+                     f"request {name} uses adminAccess: clusters before {_since('adminAccess')} "
+                     "drop it")
+    # §1.1 DRADeviceTaints: default-on from 1.36; §3.8 drops it where the gate is off.
     if fields.get("tolerations") or any(s.get("tolerations") for s in subs):
-        # §1.1 DRADeviceTaints: default-on from 1.36; §3.8 drops it where the gate is off.
-        yield f"request {name} uses tolerations: clusters before {_since('tolerations')} drop them"
+        yield Advice(rpath, FIELD_CODES["tolerations"],
+                     f"request {name} uses tolerations: clusters before {_since('tolerations')} "
+                     "drop them")
+    # §1.1 DRAConsumableCapacity: default-on from 1.36.
     if fields.get("capacity") or any(s.get("capacity") for s in subs):
-        # §1.1 DRAConsumableCapacity: default-on from 1.36.
-        yield f"request {name} uses capacity: clusters before {_since('capacity')} drop it"
+        yield Advice(rpath, FIELD_CODES["capacity"],
+                     f"request {name} uses capacity: clusters before {_since('capacity')} drop it")
 
 
-def _reference_warnings(devices: Mapping[str, Any], prioritized: set[str]) -> Iterator[str]:
+def _reference_advice(
+    devices: dict[str, Any], prioritized: set[str], dpath: FieldPath
+) -> Iterator[Advice]:
     for section in ("constraints", "config"):
         entries = devices.get(section)
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             refs = entry.get("requests") if isinstance(entry, dict) else None
-            for ref in refs if isinstance(refs, list) else []:
+            for j, ref in enumerate(refs if isinstance(refs, list) else []):
                 if isinstance(ref, str) and "/" in ref and ref.split("/", 1)[0] in prioritized:
                     # §1.3: results name `<request>/<subrequest>`; drivers must parse that form.
-                    yield (
+                    yield Advice(
+                        dpath.child(section).index(i).child("requests").index(j),
+                        "skew-subrequest-results",
                         f"{section}[{i}] names subrequest {ref}: drivers built before "
-                        "1.33 do not understand subrequest results"
-                    )
-        if section == "constraints":
-            for i, entry in enumerate(entries if isinstance(entries, list) else []):
-                if isinstance(entry, dict) and entry.get("distinctAttribute"):
-                    yield (
-                        f"constraints[{i}] uses distinctAttribute: clusters before {_since('distinctAttribute')} "
-                        "drop it"
+                        f"1.{SUBREQUEST_RESULTS_SINCE} do not understand subrequest results",
                     )
 
 
-def _name(request: Mapping[str, Any]) -> str:
+def _distinct_attribute_advice(devices: dict[str, Any], dpath: FieldPath) -> Iterator[Advice]:
+    entries = devices.get("constraints")
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        if isinstance(entry, dict) and entry.get("distinctAttribute"):
+            yield Advice(
+                dpath.child("constraints").index(i).child("distinctAttribute"),
+                "skew-distinct-attribute",
+                f"constraints[{i}] uses distinctAttribute: clusters before "
+                f"{_since('distinctAttribute')} drop it",
+            )
+
+
+def _name(request: dict[str, Any]) -> str:
     name = request.get("name")
     return name if isinstance(name, str) and name else "(unnamed)"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from draguard.schema.advice.claims import Advice, Version
+from draguard.schema.advice.codes import Advice, Version
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.records import Record
 from draguard.schema.model.shapes import PARALLEL_KEY, identify

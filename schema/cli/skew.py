@@ -18,7 +18,7 @@ from draguard.schema.cli.documents import DocumentReader
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.releases import NEWEST, OLDEST, RELEASES
 from draguard.schema.read.sources import STDIN_NAME
-from draguard.schema.skew import ReleaseView, component_notes, releases_between, skew_document
+from draguard.schema.skew import ReleaseView, releases_between, skew_advice, skew_document
 
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE = 0, 1, 2
 
@@ -70,7 +70,10 @@ def _result(file: str, index: int, obj: dict[str, Any], views: list[ReleaseView]
         "kind": obj.get("kind"),
         "name": meta.get("name") if isinstance(meta, dict) else None,
         "releases": [_view_json(v) for v in views],
-        "components": component_notes(obj),
+        "warnings": [
+            {"field": item.field, "code": item.code, "message": item.message}
+            for item in skew_advice(obj)
+        ],
     }
 
 
@@ -120,8 +123,8 @@ def render_text(results: list[dict[str, Any]]) -> str:
                 f"  {view['version']:<8} {served:<7} {verdict:<9} {view['explanation']}".rstrip()
             )
             lines.extend(f"  {'':<8} note: {note}" for note in view.get("notes", []))
-        for note in result["components"]:
-            lines.append(f"  note: {note}")
+        for warn in result["warnings"]:
+            lines.append(f"  {warn['field']}: warning {warn['code']}: {warn['message']}")
         lines.append("")
     return "\n".join(lines).rstrip("\n") if lines else "no DRA claims or templates found"
 

@@ -113,6 +113,20 @@ class Release(Record):
         return "resource.kubernetes.io/admin-access"
 
 
+# §1.1: the release in which each gated field's feature became on by default, and its
+# gate. Before it a component that lacks the feature ignores the field (skew advice and
+# the `draguard skew` report both read this one table).
+FEATURE_SINCE: dict[str, tuple[int, str]] = {
+    "firstAvailable": (34, "DRAPrioritizedList"),
+    "adminAccess": (34, "DRAAdminAccess"),
+    "tolerations": (36, "DRADeviceTaints"),
+    "capacity": (36, "DRAConsumableCapacity"),
+    "distinctAttribute": (36, "DRAConsumableCapacity"),
+}
+# §1.3: allocation results name `<request>/<subrequest>` from 1.33 (alpha there); a
+# driver built against older client libraries does not parse that form.
+SUBREQUEST_RESULTS_SINCE = 33
+
 OLDEST = 33
 NEWEST = 37
 RELEASES = {f"1.{m}": Release(m) for m in range(OLDEST, 40)}

@@ -25,9 +25,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from draguard.schema.model.releases import DEFAULT_RELEASE, Release
+from draguard.schema.model.releases import DEFAULT_RELEASE, FEATURE_SINCE, Release
 from draguard.schema.model.shapes import ListOf, MapOf, Node, Obj, claim_spec_node
-from draguard.schema.skew import FEATURE_SINCE
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
 VERSIONS = ("v1", "v1beta2", "v1beta1")

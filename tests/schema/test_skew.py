@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from draguard.schema.cli.skew import main
-from draguard.schema.skew import component_notes, releases_between, skew_document
+from draguard.schema.skew import releases_between, skew_advice, skew_document
 
 
 def claim(version: str, requests: list[dict[str, Any]], **devices: Any) -> dict[str, Any]:
@@ -85,10 +85,10 @@ def test_tolerations_changed_before_1_36() -> None:
     assert result["1.36"] == (True, "accepted", None)
 
 
-def test_component_notes_scheduler_view() -> None:
-    """The scheduler/kubelet view names the release below which allocation is refused."""
-    notes = component_notes(claim("v1", [PRIORITIZED]))
-    assert any("older than 1.34" in n and "refuses to allocate" in n for n in notes)
+def test_skew_advice_scheduler_view() -> None:
+    """The scheduler view is the `skew-first-available` advice lint and the webhook give."""
+    [item] = skew_advice(claim("v1", [PRIORITIZED]))
+    assert item.code == "skew-first-available" and "before 1.34" in item.message
 
 
 def test_cli_json_shape_and_exit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

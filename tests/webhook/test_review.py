@@ -201,20 +201,20 @@ def test_single_error_message_is_bare() -> None:
 
 
 def test_create_adds_skew_warning() -> None:
-    """An allowed prioritized claim carries the firstAvailable skew warning."""
-    answer = answer_validate(parse_review(encode(review_doc())), rules=StubRules().rules(),
+    """An allowed prioritized claim carries the firstAvailable skew advice as a warning."""
+    answer = answer_validate(parse_review(encode(review_doc())), rules=RuleSet(),
                              failure_mode="open")
     assert answer.document["response"]["warnings"] == [
-        "request gpu uses firstAvailable: schedulers before 1.34 cannot allocate it"]
+        "spec.devices.requests[0].firstAvailable: request gpu uses firstAvailable: "
+        "schedulers before 1.34 cannot allocate it"]
 
 
-def test_rule_set_advice_follows_skew_warnings() -> None:
-    """The rule set's advice is sent as `path: message` warnings after the skew warnings."""
+def test_rule_set_advice_is_sent_as_path_and_message() -> None:
+    """The rule set's advice, skew advice included, is sent as `path: message` warnings."""
     advice = (Advice(REQUESTS.index(0), "quota-charge", "counts 3 devices against quota"),)
     answer = answer_validate(parse_review(encode(review_doc())),
                              rules=StubRules(advice=advice).rules(), failure_mode="open")
     assert answer.document["response"]["warnings"] == [
-        "request gpu uses firstAvailable: schedulers before 1.34 cannot allocate it",
         "spec.devices.requests[0]: counts 3 devices against quota"]
 
 
