@@ -18,6 +18,7 @@ from typing import BinaryIO, TextIO
 
 from draguard.schema import lint
 from draguard.schema.advice.claims import PROFILES
+from draguard.schema.advice.codes import refusal
 from draguard.schema.model import releases
 from draguard.schema.model.options import Options
 from draguard.schema.read.sources import (
@@ -110,6 +111,7 @@ def main(
     try:
         args = parser.parse_args(list(argv))
         options = build_options(args)
+        disabled = disabled_codes(args.disable)
         jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     except _UsageError as exc:
         err.write(f"{parser.format_usage()}draguard lint: error: {exc}\n")
@@ -124,7 +126,7 @@ def main(
         err.write("draguard lint: admin-access namespace check (upstream-rules.md §3.7) "
                   "skipped: no --namespace-labels given\n")
 
-    report = Report(disabled=frozenset(_codes(args.disable)))
+    report = Report(disabled=disabled)
     try:
         report.extend(lint.run(chunks, options=options, validate=validate, jobs=jobs))
     except BrokenProcessPool:  # a worker killed (out of memory, a crash in C code)
@@ -153,8 +155,16 @@ def _read_all(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[Chunk]
     return chunks, unreadable
 
 
-def _codes(values: Sequence[str]) -> list[str]:
-    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+def disabled_codes(values: Sequence[str]) -> frozenset[str]:
+    """The `--disable` codes (repeatable, comma-separated); an unknown code is a usage error.
+
+    A misspelt code would otherwise silence nothing and go unnoticed.
+    """
+    codes = [code.strip() for value in values for code in value.split(",") if code.strip()]
+    problem = refusal(codes)
+    if problem is not None:
+        raise _UsageError(f"--disable: {problem}")
+    return frozenset(codes)
 
 
 def _write(stream: TextIO, text: str) -> None:

@@ -272,18 +272,29 @@ def test_exit_codes(tmp_path: Path, files: dict[str, Any], expected: int) -> Non
         pytest.param([], 0, id="warnings-do-not-fail"),
         pytest.param(["--fail-on-warning"], 1, id="fail-on-warning"),
         pytest.param(
-            ["--fail-on-warning", "--disable", "other,parent-reference"], 0, id="disabled-code"
+            ["--fail-on-warning", "--disable", "quota-charge,config-names-parent"], 0,
+            id="disabled-code",
         ),
     ],
 )
 def test_warnings_and_exit_code(tmp_path: Path, extra: list[str], expected: int) -> None:
     """Warnings change the exit code only with --fail-on-warning, and --disable drops them."""
-    text = GOOD + "x-warnings: [[parent-reference, kind]]\n"
+    text = GOOD + "x-warnings: [[config-names-parent, kind]]\n"
     path = _write(tmp_path, "a.yaml", text)
     code, out, _ = _run(["--output", "json", *extra, path], validate=fakes.fake_validate)
     assert code == expected
     has = "warnings" in json.loads(out)["results"][0]
     assert has == ("--disable" not in extra)
+
+
+@pytest.mark.parametrize("codes", ["no-such-code", "quota-charge,no-such-code"])
+def test_unknown_disabled_code_is_refused(tmp_path: Path, codes: str) -> None:
+    """`--disable` with a code draguard does not know exits 2, naming it and the valid ones."""
+    path = _write(tmp_path, "a.yaml", GOOD)
+    code, out, err = _run(["--disable", codes, path])
+    assert code == 2 and out == ""
+    assert "unknown warning code: no-such-code" in err
+    assert "valid: config-names-parent, quota-charge," in err
 
 
 def test_dispatched_by_the_draguard_command(

@@ -1,0 +1,142 @@
+"""`CODES` against what is emitted: every code fires on some document, nothing emits an unlisted one.
+
+Two views: the source (every `Advice(...)` in `schema/` names its code as a literal or
+through `FIELD_CODES`, and together they are exactly `CODES`) and behaviour (`draguard
+lint` over the documents below emits every code, and over the corpus nothing outside
+`CODES`).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import corpus
+import pytest
+import yaml
+
+from draguard.schema.advice.codes import CODES
+from draguard.schema.advice.skew import FIELD_CODES
+from draguard.schema.cli import lint as lint_cli
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schema"
+
+
+def alt(name: str, cls: str = "gpu.example.com", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "deviceClassName": cls, **fields}
+
+
+def claim(name: str, requests: list[dict[str, Any]], *, kind: str = "ResourceClaim",
+          **devices: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"devices": {"requests": requests, **devices}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind,
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"spec": spec} if kind == "ResourceClaimTemplate" else spec}
+
+
+def pod(request: str, *claims: dict[str, str]) -> dict[str, Any]:
+    container = {"name": "c", "resources": {"claims": [{"name": "gpus", "request": request}]}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"resourceClaims": list(claims), "containers": [container]}}
+
+
+GPU = {"name": "gpu", "firstAvailable": [alt("big"), alt("small")]}
+OPAQUE = {"opaque": {"driver": "gpu.example.com", "parameters": {"x": 1}}}
+TOLERATION = [{"key": "k", "operator": "Exists"}]
+
+# One input per lint run: (extra lint arguments, documents).
+RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
+    ([], [
+        claim("parent", [GPU], config=[{"requests": ["gpu"], **OPAQUE}]),
+        claim("quota", [{"name": "gpu", "firstAvailable": [alt("h", "h100"),
+                                                          alt("a", "a100", count=2)]}]),
+        claim("all", [{"name": "gpu", "firstAvailable": [alt("a"),
+                                                        alt("b", allocationMode="All")]}]),
+        claim("many", [{"name": f"r{k}", "firstAvailable": [
+            alt(f"s{j}", count=20 if j == 0 else 1) for j in range(5)]} for k in range(3)]),
+        claim("t", [GPU], kind="ResourceClaimTemplate"),
+        pod("gpu/big", {"name": "gpus", "resourceClaimTemplateName": "t"}),
+        claim("skew", [
+            {"name": "gpu", "firstAvailable": [alt("a", tolerations=TOLERATION),
+                                               alt("b", capacity={"requests": {"m": "1"}})]},
+            {"name": "nic", "exactly": {"deviceClassName": "nic", "adminAccess": True}}],
+            constraints=[{"requests": ["gpu/a", "nic"], "matchAttribute": "x.io/y"},
+                         {"distinctAttribute": "x.io/y"}]),
+    ]),
+    (["--profile", "kueue", "--kubernetes-version", "1.35.5"], [
+        claim("t", [GPU], kind="ResourceClaimTemplate"),
+        claim("shared", [GPU]),
+        pod("gpu", {"name": "gpus", "resourceClaimTemplateName": "t"},
+            {"name": "other", "resourceClaimName": "shared"}),
+    ]),
+    (["--kubernetes-version", "1.34.1"], [claim("old", [GPU])]),
+]
+
+
+def lint_codes(tmp_path: Path, argv: list[str], documents: list[Any]) -> set[str]:
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    return lint_json_codes([*argv, str(path)])
+
+
+def lint_json_codes(argv: list[str]) -> set[str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = lint_cli.main(["--output", "json", "--jobs", "1", *argv], stdout=out, stderr=err)
+    assert code in (0, 1), err.getvalue()
+    results = json.loads(out.getvalue())["results"]
+    return {w["code"] for r in results for w in r.get("warnings", [])}
+
+
+def test_every_code_is_emitted_by_some_document(tmp_path: Path) -> None:
+    """Each code in `CODES` fires through `draguard lint` on at least one document above."""
+    emitted: set[str] = set()
+    for k, (argv, documents) in enumerate(RUNS):
+        (tmp_path / str(k)).mkdir()
+        emitted |= lint_codes(tmp_path / str(k), argv, documents)
+    assert sorted(set(CODES) - emitted) == []
+    assert sorted(emitted - set(CODES)) == []
+
+
+def test_corpus_emits_only_listed_codes() -> None:
+    """Over the whole corpus, lint emits no code missing from `CODES`."""
+    files = [str(p) for p in corpus.corpus_files()]
+    assert sorted(lint_json_codes(files) - set(CODES)) == []
+
+
+def advice_codes_in_source() -> set[str]:
+    """The codes every `Advice(...)` call in schema/ names (literal, or a FIELD_CODES entry)."""
+    found: set[str] = set()
+    for path in sorted(SCHEMA.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _named(node.func, "Advice"):
+                found |= _code_of(node, path)
+    return found
+
+
+def _named(func: ast.expr, name: str) -> bool:
+    return (isinstance(func, ast.Name) and func.id == name) or (
+        isinstance(func, ast.Attribute) and func.attr == name)
+
+
+def _code_of(call: ast.Call, path: Path) -> set[str]:
+    code = next((k.value for k in call.keywords if k.arg == "code"), None)
+    if code is None and len(call.args) >= 2:
+        code = call.args[1]
+    if isinstance(code, ast.Constant) and isinstance(code.value, str):
+        return {code.value}
+    if isinstance(code, ast.Subscript) and _named(code.value, "FIELD_CODES"):
+        key = code.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return {FIELD_CODES[key.value]}
+    if isinstance(code, ast.Attribute) and code.attr == "code":
+        return set()  # a copy of an existing Advice at another path (validate.py)
+    pytest.fail(f"{path.name}:{call.lineno}: Advice code is not a literal: {ast.dump(code)}"
+                if code is not None else f"{path.name}:{call.lineno}: Advice without a code")
+
+
+def test_source_codes_are_exactly_codes() -> None:
+    """Statically, the codes `Advice(...)` calls name are exactly `CODES`."""
+    assert sorted(advice_codes_in_source()) == sorted(CODES)
