@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from draguard.schema.model.options import DEFAULT_OPTIONS
-from draguard.schema.policy.model import PolicyStore, load_policy
+from draguard.schema.policy.file import load_policy
 from draguard.schema.policy.mutation import apply_policy, mutate
+from draguard.schema.policy.store import PolicyStore
 from draguard.schema.validate import validate_object
 
 EXPAND_P99_TARGET_MS = 2.0

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,12 @@ from flask import Flask
 from draguard.schema.model.options import Options
 from draguard.webhook.config import Config
 from draguard.webhook.review import Mutator, RuleSet
+from draguard.webhook.routes import WebhookState, blueprint, decisions
 from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.serving.metrics import Metrics
-from draguard.webhook.serving.tls import ContextCache, cache_for
+from draguard.webhook.serving.tls import cache_for
 
 log = logging.getLogger("draguard.webhook")
-decisions = logging.getLogger("draguard.webhook.decisions")
 
 # A typical prioritized claim: validating it once compiles whatever the rule set
 # compiles lazily (CEL environments, regexes) before the first real request.
@@ -41,27 +40,6 @@ WARM_CLAIM: dict[str, Any] = {
         ],
     }]}},
 }
-
-
-@dataclass(slots=True)
-class WebhookState:
-    """What the routes need; one per app (per worker)."""
-
-    config: Config
-    rules: RuleSet
-    metrics: Metrics
-    tls: ContextCache | None
-    warm_error: str | None = None
-
-    @property
-    def not_ready(self) -> list[str]:
-        """Reasons the worker should not get traffic yet (empty when ready)."""
-        reasons = []
-        if self.warm_error is not None:
-            reasons.append(f"rule set not ready: {self.warm_error}")
-        if self.tls is not None and not self.tls.loaded:
-            reasons.append("no usable TLS certificate loaded")
-        return reasons
 
 
 def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
@@ -89,9 +67,6 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
         except Exception as exc:  # reported by /readyz; the hook retries per connection
             log.warning("TLS certificate not loaded: %s", exc)
     app.extensions["draguard"] = state
-
-    from draguard.webhook.routes import blueprint
-
     app.register_blueprint(blueprint)
     return app
 
@@ -116,8 +91,8 @@ def load_mutator(config: Config, *,
     """
     if config.policy is None:
         return None
-    from draguard.schema.policy.model import PolicyStore
     from draguard.schema.policy.mutation import Mutation, mutate
+    from draguard.schema.policy.store import PolicyStore
 
     store = PolicyStore(config.policy, on_failure=on_failure)
     # Load now, at worker start: a worker that first reads the file after it broke has

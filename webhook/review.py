@@ -206,7 +206,7 @@ def answer_mutate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) 
         return Answer(_response(review.uid, allowed=True), review, "ignored")
     kind, version = _kind_version(review.object)
     if rules.mutator is None:
-        # Seam: until a policy is configured (or draguard.schema.policy.mutation exists) the
+        # Without a configured policy (`draguard serve --policy`) the
         # mutating webhook is a no-op that allows everything.
         return Answer(_response(review.uid, allowed=True), review, "allowed", kind, version)
     try:

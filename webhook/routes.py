@@ -12,14 +12,14 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from draguard.webhook.app import WebhookState, decisions
-from draguard.webhook.config import FailureMode
+from draguard.webhook.config import Config, FailureMode
 from draguard.webhook.review import (
     Answer,
     BadReview,
@@ -30,8 +30,11 @@ from draguard.webhook.review import (
     parse_review,
 )
 from draguard.webhook.serving.decisionlog import log_line
+from draguard.webhook.serving.metrics import Metrics
+from draguard.webhook.serving.tls import ContextCache
 
 log = logging.getLogger("draguard.webhook")
+decisions = logging.getLogger("draguard.webhook.decisions")  # configured by `create_app`
 blueprint = Blueprint("draguard", __name__)
 
 Answerer = Callable[..., Answer]
@@ -51,6 +54,27 @@ def encode_answer(document: dict[str, Any]) -> bytes | str:
         return orjson.dumps(document)
     except TypeError:
         return _compact(document)
+
+
+@dataclass(slots=True)
+class WebhookState:
+    """What the routes need; one per app (per worker), built by `create_app`."""
+
+    config: Config
+    rules: RuleSet
+    metrics: Metrics
+    tls: ContextCache | None
+    warm_error: str | None = None
+
+    @property
+    def not_ready(self) -> list[str]:
+        """Reasons the worker should not get traffic yet (empty when ready)."""
+        reasons = []
+        if self.warm_error is not None:
+            reasons.append(f"rule set not ready: {self.warm_error}")
+        if self.tls is not None and not self.tls.loaded:
+            reasons.append("no usable TLS certificate loaded")
+        return reasons
 
 
 def _state() -> WebhookState:

@@ -8,8 +8,10 @@ would otherwise silently turn a limit off).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -179,6 +181,21 @@ def read_policy(data: bytes | str, *, source: str) -> Policy:
         defaults=top["defaults"].boolean() if "defaults" in top else True,
         config_names_parent="keep" if rewrite == "keep" else "rewrite",
     )
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    """Read and validate a policy file; raise PolicyError for anything unusable."""
+    source = os.fspath(path)
+    try:
+        data = Path(source).read_bytes()
+    except OSError as exc:
+        raise PolicyError(source, f"cannot read the policy: {exc.strerror or exc}") from exc
+    return parse_policy(data, source=source)
+
+
+def parse_policy(data: bytes | str, *, source: str = "<policy>") -> Policy:
+    """Parse policy text (YAML 1.2, so JSON too); raise PolicyError naming line and field."""
+    return read_policy(data, source=source)
 
 
 def _load(data: bytes | str, source: str) -> _Node:

@@ -12,7 +12,7 @@ import pytest
 from draguard.certs.authority import service_dns_names
 from draguard.certs.cli import build_parser as certs_parser
 from draguard.deploy.render import CERT_MODES, DEFAULT_IMAGE, RenderOptions, render
-from draguard.schema.policy.model import parse_policy
+from draguard.schema.policy.file import parse_policy
 from draguard.webhook.config import parse_config
 
 Manifest = dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from draguard.schema.model.options import DEFAULT_OPTIONS
-from draguard.schema.policy.model import load_policy
+from draguard.schema.policy.file import load_policy
 from draguard.schema.policy.mutation import mutate
 from draguard.schema.validate import validate_object
 from draguard.webhook.review import MAX_NESTING, BadReview, parse_review

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from draguard.schema.model.options import Options
 from draguard.schema.validate import Verdict
-from draguard.webhook.app import create_app, decisions
+from draguard.webhook.app import create_app
 from draguard.webhook.config import Config
 from draguard.webhook.review import RuleSet
+from draguard.webhook.routes import decisions
 
 LIMIT = 4096  # a small body limit keeps the 413 tests cheap
 

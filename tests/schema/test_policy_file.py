@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from draguard.schema.policy.file import load_policy, parse_policy
 from draguard.schema.policy.model import (
     Alternative,
     CatalogEntry,
@@ -13,8 +14,6 @@ from draguard.schema.policy.model import (
     Policy,
     PolicyError,
     Toleration,
-    load_policy,
-    parse_policy,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policy.yaml"

@@ -14,12 +14,11 @@ import pytest
 from draguard.schema.model.errors import ErrorType
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.releases import release
+from draguard.schema.policy.file import load_policy, parse_policy
 from draguard.schema.policy.model import (
     Alternative,
     CatalogEntry,
     Policy,
-    load_policy,
-    parse_policy,
 )
 from draguard.schema.policy.mutation import Mutation, mutate
 from draguard.schema.validate import validate_object

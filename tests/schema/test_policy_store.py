@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from draguard.schema.policy.model import Policy, PolicyStore
+from draguard.schema.policy.model import Policy
+from draguard.schema.policy.store import PolicyStore
 
 CAP_TWO = "limits: {maxAlternatives: 2}\n"
 CAP_THREE = "limits: {maxAlternatives: 3}\n"
