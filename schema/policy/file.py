@@ -130,17 +130,19 @@ class _Node:
         return text
 
 
+# What a policy error calls a YAML value (ruamel's nodes subclass dict and list).
+_KIND_NAMES: tuple[tuple[type, str], ...] = ((bool, "a boolean"), (dict, "a mapping"),
+                                             (list, "a list"))
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
     if isinstance(value, str):
         return f"the string {value!r}"
+    for kind, name in _KIND_NAMES:
+        if isinstance(value, kind):
+            return name
     return f"{type(value).__name__} {value!r}"
 
 
