@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
+from draguard.schema.advice.codes import Advice
 from draguard.schema.model.errors import FieldError, aggregate_message, go_quote
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
@@ -90,7 +91,7 @@ class MutationLike(Protocol):
     def errors(self) -> Sequence[FieldError]: ...
 
     @property
-    def warnings(self) -> Sequence[str]: ...
+    def warnings(self) -> Sequence[Advice]: ...
 
 
 Mutator = Callable[[dict[str, Any], Options], MutationLike]
@@ -213,7 +214,7 @@ def answer_mutate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) 
         mutation = rules.mutator(review.object, rules.options(review))
         patch = [dict(op) for op in mutation.patch]
         errors = tuple(mutation.errors)
-        warnings = limit_warnings(mutation.warnings)
+        warnings = limit_warnings(render_advice(item) for item in mutation.warnings)
     except Exception:
         return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
     if errors:
@@ -265,9 +266,14 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
     # set's memo keys on too), so claims from one template share it.
     cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
     if cached is None:
-        cached = tuple(limit_warnings(f"{item.field}: {item.message}" for item in verdict.warnings))
+        cached = tuple(limit_warnings(render_advice(item) for item in verdict.warnings))
         verdict.derived[_WARNINGS] = cached
     return cached  # `_response` copies it into the answer
+
+
+def render_advice(item: Advice) -> str:
+    """One admission warning: `path: message` (the code is for lint and the annotation)."""
+    return f"{item.field}: {item.message}"
 
 
 def limit_warnings(warnings: Iterable[str]) -> list[str]:

@@ -37,6 +37,11 @@ CODES = (
     "skew-capacity",
     "skew-subrequest-results",
     "skew-distinct-attribute",
+    # The operator's mutation policy (policy/): what it did or could not do.
+    "policy-not-expanded",
+    "policy-expanded",
+    "policy-alternatives-trimmed",
+    "policy-config-not-rewritten",
 )
 
 

@@ -8,13 +8,11 @@ documented in `draguard.schema.policy.model`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from draguard.schema.policy.claimspec import ClaimSite, alternatives_of, dict_items
+from draguard.schema.advice.codes import Advice
+from draguard.schema.policy.claimspec import ClaimSite, Warn, alternatives_of, dict_items
 from draguard.schema.policy.model import CatalogEntry, Policy
-
-Warn = Callable[[str], None]
 
 # v1beta1's flat exact fields (§5.0), which v1beta2/v1 keep under `exactly`.
 FLAT_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
@@ -51,14 +49,16 @@ def expand_requests(devices: dict[str, Any], *, site: ClaimSite, policy: Policy,
         reason = _unexpandable(exact, entry)
         if reason:
             name = request.get("name")
-            warn(f"{site.request_path(i)}: request {name!r} was not expanded with the catalog "
-                 f"for {entry.device_class_name}: {reason}")
+            warn(Advice(site.request_path(i), "policy-not-expanded",
+                        f"request {name!r} was not expanded with the catalog "
+                        f"for {entry.device_class_name}: {reason}"))
             continue
         alternatives = _alternatives(exact, entry)
         _replace_exact(request, site, alternatives)
-        note(f"{site.request_path(i)}: request {request.get('name')!r} was expanded with the "
-             f"catalog for {entry.device_class_name} into firstAvailable "
-             f"[{', '.join(a['name'] for a in alternatives)}]")
+        note(Advice(site.request_path(i), "policy-expanded",
+                    f"request {request.get('name')!r} was expanded with the "
+                    f"catalog for {entry.device_class_name} into firstAvailable "
+                    f"[{', '.join(a['name'] for a in alternatives)}]"))
 
 
 def _exact_part(request: dict[str, Any], site: ClaimSite) -> dict[str, Any] | None:

@@ -9,11 +9,17 @@ always that of the internal shape (contract §3: `.exactly.` even for v1beta1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from draguard.schema.advice.codes import Advice
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import API_VERSIONS, GROUP
+
+# Where a policy step reports what the user should know (an `Advice` with a `policy-*`
+# code, rendered and silenced like every other warning).
+Warn = Callable[[Advice], None]
 
 KINDS = {"ResourceClaim": ("spec",), "ResourceClaimTemplate": ("spec", "spec")}
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from draguard.schema.advice.codes import Advice
 from draguard.schema.model.errors import FieldError, forbidden
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.policy.claimspec import ClaimSite, alternatives_of, dict_items
+from draguard.schema.policy.claimspec import ClaimSite, Warn, alternatives_of, dict_items
 from draguard.schema.policy.model import Limits
-
-Warn = Callable[[str], None]
 
 
 def trim_alternatives(devices: dict[str, Any], *, site: ClaimSite, limits: Limits,
@@ -30,9 +29,9 @@ def trim_alternatives(devices: dict[str, Any], *, site: ClaimSite, limits: Limit
             continue
         dropped = [_name(a) for a in alternatives[cap:]]
         del alternatives[cap:]
-        warn(f"{site.request_path(i)}.firstAvailable: kept the first {cap} of "
-             f"{cap + len(dropped)} alternatives (policy limits.maxAlternatives); "
-             f"dropped {', '.join(dropped)}")
+        warn(Advice(site.request_path(i).child("firstAvailable"), "policy-alternatives-trimmed",
+                    f"kept the first {cap} of {cap + len(dropped)} alternatives (policy "
+                    f"limits.maxAlternatives); dropped {', '.join(dropped)}"))
 
 
 def _name(alternative: Any) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonpatch
 
+from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.model.errors import ErrorType, FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.policy.catalog import expand_requests
@@ -38,13 +39,14 @@ from draguard.schema.validate import validate_object
 class Mutation:
     """The answer to one object: a JSON patch, or errors (deny), plus warnings for the user.
 
-    A denial carries no patch. `warnings` are plain sentences for the admission
-    response's `warnings` (the HTTP layer enforces the apiserver's size limits).
+    A denial carries no patch. `warnings` are `Advice` with `policy-*` codes, less
+    those the object silences (the HTTP layer renders them and enforces the
+    apiserver's size limits).
     """
 
     patch: list[dict[str, Any]] = field(default_factory=list)
     errors: tuple[FieldError, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Advice, ...] = ()
 
     @property
     def allowed(self) -> bool:
@@ -57,8 +59,8 @@ class Applied:
 
     mutated: Any
     errors: tuple[FieldError, ...] = ()
-    warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    warnings: tuple[Advice, ...] = ()
+    notes: tuple[Advice, ...] = ()
 
 
 def apply_policy(obj: Any, policy: Policy) -> Applied:
@@ -70,8 +72,8 @@ def apply_policy(obj: Any, policy: Policy) -> Applied:
     devices = site.devices(mutated)
     if devices is None:
         return Applied(mutated)
-    warnings: list[str] = []
-    notes: list[str] = []
+    warnings: list[Advice] = []
+    notes: list[Advice] = []
     expand_requests(devices, site=site, policy=policy, warn=warnings.append, note=notes.append)
     trim_alternatives(devices, site=site, limits=policy.limits, warn=warnings.append)
     if policy.config_names_parent == "rewrite":
@@ -79,7 +81,13 @@ def apply_policy(obj: Any, policy: Policy) -> Applied:
     if policy.defaults:
         apply_defaults(devices, site=site)
     errors = tuple(forbidden_classes(devices, site=site, limits=policy.limits))
-    return Applied(mutated, errors, tuple(warnings), tuple(notes))
+    ignored = ignored_codes(obj.get("metadata"))
+    return Applied(mutated, errors, _heard(warnings, ignored), _heard(notes, ignored))
+
+
+def _heard(advice: list[Advice], ignored: frozenset[str]) -> tuple[Advice, ...]:
+    """The advice less the codes the object silences (`draguard.io/ignore`)."""
+    return tuple(item for item in advice if item.code not in ignored)
 
 
 def _over_request_limit(devices: dict[str, Any] | None) -> bool:

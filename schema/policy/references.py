@@ -11,21 +11,20 @@ and the webhook agree on the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from draguard.schema.advice.claims import MAX_REFERENCES, config_reference_rewrites
-from draguard.schema.policy.claimspec import ClaimSite
-
-Warn = Callable[[str], None]
+from draguard.schema.advice.codes import Advice
+from draguard.schema.policy.claimspec import ClaimSite, Warn
 
 
 def rewrite_parent_references(devices: dict[str, Any], *, site: ClaimSite, warn: Warn) -> None:
     """Replace each parent name in `config[].requests` by its `parent/sub` list, in place."""
     for rewrite in config_reference_rewrites(devices):
         if not rewrite.fits:
-            warn(f"{site.devices_path.child('config').index(rewrite.index)}.requests: naming "
-                 f"every alternative would need {len(rewrite.new)} entries, more than "
-                 f"upstream's {MAX_REFERENCES}; left as written")
+            warn(Advice(site.devices_path.child("config").index(rewrite.index).child("requests"),
+                        "policy-config-not-rewritten",
+                        f"naming every alternative would need {len(rewrite.new)} entries, "
+                        f"more than upstream's {MAX_REFERENCES}; left as written"))
             continue
         devices["config"][rewrite.index]["requests"] = list(rewrite.new)

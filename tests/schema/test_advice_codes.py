@@ -2,8 +2,8 @@
 
 Two views: the source (every `Advice(...)` in `schema/` names its code as a literal or
 through `FIELD_CODES`, and together they are exactly `CODES`) and behaviour (`draguard
-lint` over the documents below emits every code, and over the corpus nothing outside
-`CODES`).
+lint` and the mutation policy over the documents below emit every code, and lint over
+the corpus nothing outside `CODES`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ import yaml
 from draguard.schema.advice.codes import CODES
 from draguard.schema.advice.skew import FIELD_CODES
 from draguard.schema.cli import lint as lint_cli
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
+from draguard.schema.policy.file import parse_policy
+from draguard.schema.policy.mutation import mutate
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 
@@ -76,6 +80,42 @@ RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
 ]
 
 
+# The mutation policy's codes: (policy text, release, documents).
+POLICY = """
+catalog:
+  gpu.example.com:
+    original: replace
+    alternatives: [{name: h100, deviceClassName: h100.example.com}]
+  nic.example.com:
+    alternatives: [{name: fast, deviceClassName: fast.example.com}]
+limits: {maxAlternatives: 1}
+"""
+NIC_POLICY = "catalog: {nic.example.com: {alternatives: [{name: fast, deviceClassName: f.io}]}}"
+MUTATIONS: list[tuple[str, str, list[dict[str, Any]]]] = [
+    (POLICY, "1.37", [
+        claim("kept", [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                                   "count": 2}}]),
+        claim("trim", [GPU]),
+    ]),
+    ("{}", "1.37", [
+        claim("refs", [{"name": f"g{i}", "firstAvailable": [alt(f"s{j}") for j in range(8)]}
+                       for i in range(5)],
+              config=[{"requests": [f"g{i}" for i in range(5)], **OPAQUE}]),
+    ]),
+    # Expanded where firstAvailable is dropped (1.33): denied, and the denial explains
+    # the expansion.
+    (NIC_POLICY, "1.33", [{**claim("nic", [{"name": "nic", "exactly": {
+        "deviceClassName": "nic.example.com"}}]), "apiVersion": "resource.k8s.io/v1beta2"}]),
+]
+
+
+def mutation_codes(text: str, version: str, documents: list[dict[str, Any]]) -> set[str]:
+    policy = parse_policy(text)
+    options = Options(release=release(version))
+    return {w.code for obj in documents for w in mutate(obj, policy=policy,
+                                                        options=options).warnings}
+
+
 def lint_codes(tmp_path: Path, argv: list[str], documents: list[Any]) -> set[str]:
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
@@ -91,11 +131,13 @@ def lint_json_codes(argv: list[str]) -> set[str]:
 
 
 def test_every_code_is_emitted_by_some_document(tmp_path: Path) -> None:
-    """Each code in `CODES` fires through `draguard lint` on at least one document above."""
+    """Each code in `CODES` fires through lint or the mutation policy on some document above."""
     emitted: set[str] = set()
     for k, (argv, documents) in enumerate(RUNS):
         (tmp_path / str(k)).mkdir()
         emitted |= lint_codes(tmp_path / str(k), argv, documents)
+    for text, version, documents in MUTATIONS:
+        emitted |= mutation_codes(text, version, documents)
     assert sorted(set(CODES) - emitted) == []
     assert sorted(emitted - set(CODES)) == []
 

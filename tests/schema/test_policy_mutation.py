@@ -165,7 +165,7 @@ def test_replace_leaves_a_request_with_its_own_constraints(version: str,
     assert mutation.patch == []
     assert mutation.allowed
     assert len(mutation.warnings) == 1
-    assert "not expanded" in mutation.warnings[0]
+    assert "not expanded" in mutation.warnings[0].message
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -194,7 +194,7 @@ def test_admin_access_request_is_not_expanded(version: str) -> None:
                    [exact(version, "gpu", "gpu.example.com", adminAccess=True)])
     mutation = mutate(obj, policy=catalog_policy(), options=DEFAULT_OPTIONS)
     assert mutation.patch == []
-    assert "admin access" in mutation.warnings[0]
+    assert "admin access" in mutation.warnings[0].message
 
 
 def test_admin_access_false_is_dropped_from_the_moved_original() -> None:
@@ -419,7 +419,7 @@ def test_config_rewrite_over_32_references_is_left_with_warning() -> None:
     obj = document("v1", "ResourceClaim", requests, [config_entry(*[f"g{i}" for i in range(5)])])
     mutation = mutate(obj, policy=Policy(), options=DEFAULT_OPTIONS)
     assert mutation.patch == []
-    assert "40 entries" in mutation.warnings[0]
+    assert "40 entries" in mutation.warnings[0].message
 
 
 def test_no_policy_gives_an_empty_patch() -> None:
@@ -458,7 +458,7 @@ def test_mutated_object_failing_the_rules_is_denied() -> None:
     assert [(e.type, e.field) for e in mutation.errors] == [
         (ErrorType.INVALID, "spec.devices.constraints[0].requests[0]")]
     assert mutation.patch == []
-    assert "dropped 's2'" in mutation.warnings[0]
+    assert "dropped 's2'" in mutation.warnings[0].message
 
 
 def test_catalog_selector_failing_the_rules_is_denied() -> None:
@@ -491,9 +491,18 @@ def test_denial_after_expansion_explains_the_expansion() -> None:
     """A denied expanded claim says how it was expanded, since its error paths are new."""
     obj = document("v1beta2", "ResourceClaim", [exact("v1beta2", "gpu", "gpu.example.com")])
     mutation = mutate(obj, policy=catalog_policy(), options=Options(release=release("1.33")))
-    assert mutation.warnings == (
-        "spec.devices.requests[0]: request 'gpu' was expanded with the catalog for "
-        "gpu.example.com into firstAvailable [requested, h100, a100]",)
+    assert [(w.code, w.field, w.message) for w in mutation.warnings] == [(
+        "policy-expanded", "spec.devices.requests[0]",
+        "request 'gpu' was expanded with the catalog for "
+        "gpu.example.com into firstAvailable [requested, h100, a100]")]
+
+
+def test_policy_advice_is_silenced_by_the_ignore_annotation() -> None:
+    """`draguard.io/ignore: policy-expanded` drops that advice like any other code."""
+    obj = document("v1beta2", "ResourceClaim", [exact("v1beta2", "gpu", "gpu.example.com")])
+    obj["metadata"]["annotations"] = {"draguard.io/ignore": "policy-expanded"}
+    mutation = mutate(obj, policy=catalog_policy(), options=Options(release=release("1.33")))
+    assert mutation.errors and mutation.warnings == ()
 
 
 def test_allowed_expansion_carries_no_warning() -> None:

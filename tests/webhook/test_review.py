@@ -267,7 +267,7 @@ def test_dry_run_answered_the_same() -> None:
 class StubMutation:
     patch: list[dict[str, Any]] = field(default_factory=list)
     errors: tuple[FieldError, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Advice, ...] = ()
 
 
 def test_mutate_without_policy_is_an_empty_patch() -> None:
@@ -285,6 +285,15 @@ def test_mutate_encodes_patch_as_base64_json_patch() -> None:
                              failure_mode="open").document["response"]
     assert response["patchType"] == "JSONPatch"
     assert json.loads(base64.b64decode(response["patch"])) == ops
+
+
+def test_mutation_advice_is_sent_as_path_and_message() -> None:
+    """The policy's advice reaches the answer as `path: message`, like the rule set's."""
+    advice = (Advice(REQUESTS.index(0), "policy-not-expanded", "request 'gpu' was not expanded"),)
+    rules = StubRules().rules(mutator=lambda obj, options: StubMutation(warnings=advice))
+    answer = answer_mutate(parse_review(encode(review_doc())), rules=rules, failure_mode="open")
+    assert answer.document["response"]["warnings"] == [
+        "spec.devices.requests[0]: request 'gpu' was not expanded"]
 
 
 def test_mutate_denies_with_mutation_errors() -> None:
