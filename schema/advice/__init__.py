@@ -1,1 +1,1 @@
-"""Warnings beyond upstream, each with a stable code: claims, workloads, release skew."""
+"""Warnings beyond upstream as `Advice` with stable codes: the codes, claims, workloads, skew."""

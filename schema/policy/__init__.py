@@ -1,1 +1,1 @@
-"""The operator's mutation policy: its model, file, catalog, limits and the mutation itself."""
+"""The operator's mutation policy: model, file, store, catalog, limits and the mutation."""
