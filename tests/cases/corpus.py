@@ -4,7 +4,9 @@ Shared by the corpus harness and the peer cross-checks (tests/schema/test_cases.
 test_peers_client.py, test_peers_validate.py); pytest puts this folder on the import
 path (pyproject `pythonpath`), so any test file says `import corpus`.
 
-The format of expected.yaml is documented at the top of that file.
+Each document carries its own expectation, a `# expect:` comment block inside the
+document (between its `---` and its first key), so inserting, removing or moving a
+document cannot shift any other's. The format is in tests/cases/README.md.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from draguard.schema.model.options import Options
 from draguard.schema.model.releases import release
 
 CASES_DIR = Path(__file__).resolve().parent
-EXPECTED_FILE = CASES_DIR / "expected.yaml"
+EXPECT = "# expect:"
 DEFAULT_NAMESPACE = "default"
 
 UPSTREAM_VERSIONS = ("v1", "v1beta2", "v1beta1")
@@ -117,25 +119,53 @@ def _case(file: str, index: int, document: Any, entry: Mapping[str, Any]) -> Cas
 
 
 def corpus_files() -> list[Path]:
-    """Every corpus file, expected.yaml excluded, in name order."""
-    return sorted(p for p in CASES_DIR.glob("*.yaml") if p != EXPECTED_FILE)
+    """Every corpus file, in name order."""
+    return sorted(CASES_DIR.glob("*.yaml"))
+
+
+def document_texts(text: str) -> list[list[str]]:
+    """The lines of each YAML document of a corpus file, split at its `---` lines."""
+    chunks: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line.startswith("---"):
+            chunks.append([])
+        chunks[-1].append(line)
+    return chunks if chunks[0] else chunks[1:]
+
+
+def expectation(lines: list[str], where: str) -> Mapping[str, Any]:
+    """The one `# expect:` block among a document's lines, read as YAML.
+
+    The block is the `# expect:` line and the comment lines right after it that are
+    indented under it (`#   valid: false`); `# ` is cut from each and the rest parsed.
+    """
+    heads = [i for i, line in enumerate(lines) if line.startswith(EXPECT)]
+    if len(heads) != 1:
+        raise ValueError(f"{where}: {len(heads)} `{EXPECT}` blocks, want exactly one")
+    block = [lines[heads[0]]]
+    for line in lines[heads[0] + 1:]:
+        if not line.startswith("#  "):
+            break
+        block.append(line)
+    entry = yaml.safe_load("\n".join(line[2:] for line in block))["expect"]
+    if not isinstance(entry, dict) or "valid" not in entry:
+        raise ValueError(f"{where}: `{EXPECT}` must be a mapping with `valid`: {entry!r}")
+    return entry
+
+
+def load_file(path: Path) -> list[Case]:
+    """Every document of one corpus file with the expectation written inside it."""
+    text = path.read_text(encoding="utf-8")
+    documents = list(yaml.safe_load_all(text))
+    chunks = document_texts(text)
+    if len(chunks) != len(documents):
+        raise ValueError(f"{path.name}: {len(chunks)} `---`-separated chunks "
+                         f"but {len(documents)} YAML documents")
+    return [_case(path.name, i, document, expectation(lines, f"{path.name} document {i}"))
+            for i, (document, lines) in enumerate(zip(documents, chunks, strict=True))]
 
 
 @cache
 def load_cases() -> tuple[Case, ...]:
-    """Pair every document with its expectation; raise if the two files disagree in shape."""
-    expected = yaml.safe_load(EXPECTED_FILE.read_text(encoding="utf-8"))
-    cases: list[Case] = []
-    for path in corpus_files():
-        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-        entries = expected.get(path.name)
-        if entries is None or len(entries) != len(documents):
-            got = None if entries is None else len(entries)
-            raise ValueError(f"expected.yaml has {got} entries for {path.name}, "
-                             f"which holds {len(documents)} documents")
-        cases.extend(_case(path.name, i, d, e)
-                     for i, (d, e) in enumerate(zip(documents, entries, strict=True)))
-    unknown = set(expected) - {p.name for p in corpus_files()}
-    if unknown:
-        raise ValueError(f"expected.yaml names files that do not exist: {sorted(unknown)}")
-    return tuple(cases)
+    """Every corpus document paired with its expectation; raise if one lacks it."""
+    return tuple(case for path in corpus_files() for case in load_file(path))

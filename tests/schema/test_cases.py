@@ -1,6 +1,6 @@
 """The example corpus (tests/cases/) against its hand-written expected findings.
 
-expected.yaml was written from upstream-rules.md, not from draguard's output, so a
+The `# expect:` blocks were written from upstream-rules.md, not from draguard's output, so a
 difference here is either a rule-set bug or a disagreement about the spec — both worth
 a look. One parameter per document, id `file:index`.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import corpus
@@ -43,7 +44,7 @@ def test_findings_match_expected(case: corpus.Case) -> None:
 
 @pytest.mark.parametrize("case", [param(c) for c in PINNED])
 def test_pinned_messages(case: corpus.Case) -> None:
-    """Where expected.yaml pins a message, draguard renders that body word for word."""
+    """Where an expectation pins a message, draguard renders that body word for word."""
     got = [(e.field, e.message) for e in verdict_of(case).errors]
     want = [(f.field, f.message) for f in case.errors]
     assert len(got) == len(want)
@@ -111,3 +112,56 @@ def test_corpus_pins_every_upstream_error_type(error_type: str) -> None:
     assert any(
         f.type == error_type and f.message is not None for case in CASES for f in case.errors
     )
+
+
+# --- the expectations live inside their documents --------------------------------------
+
+CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: {name}}}
+spec: {{devices: {{requests: []}}}}
+"""
+VALID = "# expect: {{valid: true, rule: {rule}}}\n"
+INVALID = "# expect:\n#   valid: false\n#   rule: {rule}\n#   errors:\n#   - [Invalid, metadata.name]\n"
+
+
+def _stream(*documents: str) -> str:
+    return "---\n".join(documents)
+
+
+def _rules(tmp_path: Path, text: str) -> list[tuple[int, str, bool]]:
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    return [(c.index, c.rule, c.valid) for c in corpus.load_file(path)]
+
+
+def test_inserting_a_document_keeps_every_expectation(tmp_path: Path) -> None:
+    """A document inserted first moves the others down with their own expectations."""
+    a = "# prose\n" + VALID.format(rule="a") + CLAIM.format(name="a")
+    b = INVALID.format(rule="b") + CLAIM.format(name="b")
+    new = VALID.format(rule="new") + CLAIM.format(name="new")
+    assert _rules(tmp_path, _stream(a, b)) == [(0, "a", True), (1, "b", False)]
+    assert _rules(tmp_path, _stream(new, a, b)) == [(0, "new", True), (1, "a", True), (2, "b", False)]
+
+
+@pytest.mark.parametrize(
+    ("expectations", "problem"),
+    [
+        pytest.param("", "0 `# expect:` blocks", id="missing"),
+        pytest.param(VALID.format(rule="x") * 2, "2 `# expect:` blocks", id="twice"),
+        pytest.param("# expect: [true]\n", "must be a mapping with `valid`", id="not-a-mapping"),
+    ],
+)
+def test_a_document_without_one_expectation_is_refused(tmp_path: Path, expectations: str, problem: str) -> None:
+    """The loader refuses a document with no `# expect:` block, two, or one without `valid`."""
+    text = _stream(VALID.format(rule="ok") + CLAIM.format(name="ok"), expectations + CLAIM.format(name="x"))
+    with pytest.raises(ValueError, match=re.escape("c.yaml document 1: ") + ".*" + re.escape(problem)):
+        _rules(tmp_path, text)
+
+
+def test_every_corpus_file_is_read() -> None:
+    """Every tests/cases/*.yaml file contributes its documents to the corpus."""
+    files = {c.file for c in CASES}
+    assert files == {p.name for p in corpus.corpus_files()}
+    assert len(files) >= 15

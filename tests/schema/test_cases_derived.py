@@ -6,8 +6,8 @@ Two facts of upstream-rules.md turn each corpus document into a second test:
 - a template validates its `spec.spec` with the claim rules (§2.6, §3.3 rule 2), so a
   claim's spec wrapped into a template gets the same findings under `spec.spec.`,
   except the admin-access error, whose path never has that prefix (§3.7 quirk).
-The expected findings come from expected.yaml, never from draguard's answer for the
-original document.
+The expected findings come from each document's `# expect:` block, never from
+draguard's answer for the original document.
 """
 
 from __future__ import annotations
