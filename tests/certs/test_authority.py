@@ -7,6 +7,7 @@ import ipaddress
 from typing import Any, TypeVar
 
 import pytest
+from budget import examples
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
@@ -188,7 +189,7 @@ def test_pem_pair_repr_hides_the_key(ca: PemPair) -> None:
     assert "redacted" in repr(ca)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(service=DNS_LABEL, namespace=DNS_LABEL)
 def test_any_service_gets_a_verifying_leaf(ca: PemPair, service: str, namespace: str) -> None:
     """For any DNS-label service and namespace, the leaf matches its key and verifies for .svc."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from budget import examples
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -247,7 +248,7 @@ def test_renewal_threshold(now: dt.datetime, days: int, later: dt.timedelta, due
     assert needs_renewal(leaf.cert_pem, now + later) is due
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(days=st.integers(min_value=1, max_value=800), elapsed=st.floats(min_value=0, max_value=1.2))
 def test_renewal_is_due_after_two_thirds_of_the_life(days: int, elapsed: float) -> None:
     """For any validity, renewal is due exactly when more than two thirds of the life has passed."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,7 +123,7 @@ def test_no_default_namespace_survives_a_namespace_change(options: RenderOptions
     assert DEFAULT_NAMESPACE not in render_yaml(options)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(namespace=st.from_regex(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True).filter(
            lambda n: n not in RESERVED_NAMESPACES and not n.startswith("kube-")),
        mode=st.sampled_from(CERT_MODES))

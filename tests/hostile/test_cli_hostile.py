@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -174,8 +175,8 @@ def test_wrong_types_at_every_field(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code in (0, 1) and "Traceback" not in err
 
 
-@settings(max_examples=30, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.binary(max_size=400) | st.text(max_size=400).map(str.encode))
 def test_convert_any_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                            data: bytes) -> None:

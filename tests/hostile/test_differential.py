@@ -22,6 +22,7 @@ import jsonpatch
 import pytest
 import strategies
 import yaml
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ def test_mutation_never_allows_what_the_rules_reject(
 
 
 @settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
     database=None,
     suppress_health_check=[

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,8 +25,8 @@ from .mutations import paths
 TIME_BUDGET = 5.0  # seconds per request; the apiserver's webhook timeout defaults to 10 s
 MAX_BODY = 3 * 1024 * 1024
 ENDPOINTS = ("/validate", "/mutate")
-FUZZ = settings(max_examples=40, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=examples(40), deadline=None, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 CLAIM: dict[str, Any] = {  # a valid claim using most fields, for wrong types at each
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

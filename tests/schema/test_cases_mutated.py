@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 import corpus
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +69,7 @@ def mutated_documents(draw: st.DrawFn) -> tuple[Any, Any]:
     return case, document
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_documents())
 def test_mutated_document_gets_well_formed_findings(drawn: tuple[Any, Any]) -> None:
     """A corpus document with one node changed is answered with findings, never an exception."""

@@ -7,6 +7,7 @@ The expressions are the styles the Kubernetes DRA documentation and GPU drivers 
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -278,7 +279,7 @@ def test_nesting_depth(expression: str, depth: int) -> None:
     assert nesting_depth(expression) == depth
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet="()[]{}.+-*/<=!&|?:, ab1'\"\\\n", max_size=600),
        st.integers(min_value=1, max_value=300))
 def test_bounded_depth_agrees_with_the_scan_about_the_limit(expression: str, limit: int) -> None:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,7 +86,7 @@ TOKENS = st.sampled_from([
 ])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(TOKENS, max_size=40).map("".join))
 def test_token_soup_never_raises(expression: str) -> None:
     """Any sequence of CEL-ish tokens yields at most one finding, and never an exception."""
@@ -94,7 +95,7 @@ def test_token_soup_never_raises(expression: str) -> None:
     assert all(e.type is not ErrorType.INTERNAL for e in errors), errors
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(max_size=200))
 def test_arbitrary_text_never_raises(expression: str) -> None:
     """Arbitrary text (including control and non-BMP characters) is answered, never raised."""

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import strategies
 import yaml
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -347,7 +348,7 @@ def test_list_items_are_converted_one_by_one(
 
 
 @settings(
-    max_examples=settings.default.max_examples,
+    max_examples=examples(50),  # ruamel's round trip of a whole file per example
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -2,8 +2,9 @@
 
 Every generated document is first taken to each of the four shapes (v1, v1beta2,
 v1beta1, parallel), and each property is checked from there to every other shape, so
-N examples give N objects for every ordered shape pair. N is 20× the profile's
-`max_examples`: 2,000 with the `ci` (default) profile, 200,000 with `deep`
+N examples give N objects for every ordered shape pair. N is `budget.examples(100)` for
+the round trips and 200 for the findings: a pass in seconds with the `ci` (default)
+profile, 10,000 and 20,000 with `deep` before a release
 (`pytest tests/schema/test_convert_properties.py --hypothesis-profile=deep`, see
 docs/convert.md). A failure prints the minimal document and the differences.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 import strategies
+from budget import examples
 from hypothesis import HealthCheck, given, note, settings
 from parallel_findings import hub_findings
 
@@ -27,11 +29,9 @@ from draguard.schema.validate import validate_object
 
 SHAPES: tuple[str, ...] = strategies.SHAPES
 
-PROPERTY = settings(
-    max_examples=20 * settings.default.max_examples,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# Generated documents are large by design (every field of every type); the profile's
+# deadline=None and too_slow are repeated because this list replaces the profile's.
+BIG = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
 def convert(obj: dict[str, Any], target: str) -> dict[str, Any]:
@@ -91,9 +91,9 @@ def check_idempotent(start: str, base: dict[str, Any]) -> None:
         assert convert(base, start) == base, start
 
 
-# The checks share one generated document: generating it costs more than all checks
-# together, and the CI budget (issue 3: under 2 minutes) allows one pass of 2,000.
-@PROPERTY
+# The checks share one generated document: generating it costs as much as all checks
+# together. The budget is the suite's (issue 16: `pytest` in under 3 minutes).
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=BIG)
 @given(strategies.documents())
 def test_every_shape_pair_round_trips_and_stays_valid(doc: dict[str, Any]) -> None:
     """From every shape to every other: there and back keeps the meaning, and the result is valid."""
@@ -109,7 +109,7 @@ def test_every_shape_pair_round_trips_and_stays_valid(doc: dict[str, Any]) -> No
     assert {**in_v1beta2, "apiVersion": in_v1["apiVersion"]} == in_v1
 
 
-@PROPERTY
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=BIG)
 @given(strategies.documents(flaws=True))
 def test_the_rule_set_finds_the_same_in_every_shape(doc: dict[str, Any]) -> None:
     """Findings before and after a conversion agree, paths mapped from the parallel layout."""
@@ -137,7 +137,7 @@ def test_older_releases_round_trip_and_stay_valid(name: str) -> None:
     """In 1.34–1.36 (other gates off by default, §1.1), a claim using only what is on converts, keeps its meaning and stays valid."""
     options = Options(release=release(name))
 
-    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(50), deadline=None, suppress_health_check=BIG)
     @given(strategies.documents(release=options.release))
     def check(doc: dict[str, Any]) -> None:
         for start in SHAPES:

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -864,7 +865,7 @@ def shape_errors(doc: Doc, release: Release) -> set[str]:
     return schema_errors(doc, parallel=shape.parallel, release=release)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(KINDS),
     version=st.sampled_from(ALL),
@@ -940,7 +941,7 @@ TRICKY = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     field=st.sampled_from(sorted(FORMAT_FIELDS)),
     version=st.sampled_from(ALL),
@@ -965,7 +966,7 @@ PARALLEL_MUTATIONS: list[Mutation] = [
 ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(KINDS),
     version=st.sampled_from(ALL),

@@ -21,6 +21,7 @@ import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -208,7 +209,7 @@ def damaged(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     return doc, release
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=damaged())
 def test_damage_the_peer_rejects_is_rejected_and_what_lint_accepts_is_accepted(case):
     """Ours rejects what kubernetes-validate rejects, and accepts what the rule set accepts."""

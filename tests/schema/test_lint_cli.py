@@ -13,6 +13,7 @@ from typing import Any
 import corpus
 import lint_fakes as fakes
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -361,7 +362,7 @@ def test_jobs_match_one_process_on_the_corpus(tmp_path: Path) -> None:
 # --- never a traceback -----------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_any_bytes_give_an_exit_code_not_a_traceback(data: bytes) -> None:
     """Whatever a file holds, lint exits 0, 1 or 2 and prints parseable JSON."""
@@ -389,7 +390,7 @@ _PIECES = [
 _manifestish = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=_manifestish, output=st.sampled_from(["text", "json", "junit", "sarif"]))
 def test_manifest_like_stdin_never_crashes(text: str, output: str) -> None:
     """Near-manifest text on stdin, in every output format, ends with an exit code."""

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,7 +112,7 @@ LOOKALIKE_COUNTS = [2, 2.0, True, "2", 2**70, None, [2], {"n": 2}, 0, 0.0, -0.0,
                    float("nan"), float("inf"), "null", 1e16, 10**16, "\ud800"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(LOOKALIKE_COUNTS), min_size=1, max_size=12),
        st.booleans())
 def test_remembered_verdicts_equal_fresh_ones(counts: list[Any], reorder: bool) -> None:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 import jsonpatch
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from draguard.schema.policy.mutation import apply_policy, make_patch, mutate
 CLASSES = ("gpu.example.com", "nic.example.com", "fpga.example.com", "old.legacy.example.com")
 # Keys no DRA type has, chosen to need JSON-pointer escaping (`~0`, `~1`) and unicode.
 UNKNOWN_KEYS = ("x-ext", "a/b", "t~1", "~", "/", "ü", "0", "")
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=examples(60), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
@@ -210,7 +211,7 @@ def test_cap_bounds_every_alternative_list(obj: dict[str, Any], policy: Policy) 
             assert len(alternatives) <= cap
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents(), policies())
 def test_mutate_answers_every_object(obj: dict[str, Any], policy: Policy) -> None:
     """mutate() never raises; an allowed answer's patch applies cleanly, a denial has none."""

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import yaml
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=json_values, flow=st.sampled_from([None, True, False]))
 def test_round_trip_of_json_values(value: Any, flow: bool | None) -> None:
     """Any JSON value dumped as YAML (block or flow) reads back as PyYAML reads it."""
@@ -46,7 +47,7 @@ def _plain(value: Any) -> bool:
 _yamlish = st.text(alphabet=st.sampled_from(list("ab01:-[]{},&*!? \n\"'#~.yYnN<")), max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=_yamlish)
 def test_agrees_with_pyyaml_on_arbitrary_text(text: str) -> None:
     """Whenever PyYAML builds a plain JSON-like value from a text, the event reader builds the same."""

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from budget import examples
 from flask import Flask
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
@@ -197,7 +198,7 @@ def test_one_decision_line_per_review(client: FlaskClient,
     assert line["latencyMs"] > 0
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture],
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
           deadline=None)
 @given(body=st.one_of(
     st.binary(max_size=300),
@@ -257,7 +258,7 @@ ENCODINGS = st.one_of(st.none(), st.sampled_from(["chunked", "gzip, chunked", "C
                                                   "identity", "gzip", ""]))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(LENGTHS, ENCODINGS)
 def test_content_length_is_werkzeugs(app: Flask, length: str | None,
                                      encoding: str | None) -> None:

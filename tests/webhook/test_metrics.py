@@ -6,6 +6,7 @@ import math
 import threading
 import time
 
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -66,7 +67,7 @@ def observe_all(metrics: Metrics, samples: list[tuple[tuple[str, ...], float, in
                         decision=decision, seconds=seconds, findings=found)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(SAMPLE, max_size=60), st.integers(min_value=0, max_value=60))
 def test_batched_exposition_equals_observed(
     samples: list[tuple[tuple[str, ...], float, int]], split: int
