@@ -57,7 +57,7 @@ def settled(server: Any) -> bool:
     return True
 
 
-def wait_for(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
+def wait_for(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
@@ -190,7 +190,7 @@ def test_broken_policy_keeps_last_good(faulty: Any, breakage: Callable[[Path], N
         for i in range(6):  # fresh connections reach both workers
             reply = api.review(review(GPU_CLAIM, uid=f"p{i}"), path="/mutate", fresh=True)
             assert patch_of(reply) == good
-        assert wait_for(lambda: scrape() > failures, 5)
+        assert wait_for(lambda: scrape() > failures, 30)
         assert "policy not loaded, keeping generation" in faulty.log()
     finally:
         if policy.is_dir():

@@ -137,7 +137,28 @@ class Server:
 
 
 def start_server(folder: Path, *extra: str, workers: int = 2, threads: int = 4) -> Server:
-    """Start `draguard serve` on a free loopback port and wait until /readyz says ready."""
+    """Start `draguard serve` on a free loopback port and wait until /readyz says ready.
+
+    The port is free when chosen but not reserved: another process (a parallel test
+    worker, another checkout's suite) may take it first. Then gunicorn exits with
+    "Connection in use", and the start is tried again on a new port.
+    """
+    for _ in range(PORT_ATTEMPTS - 1):
+        try:
+            return _start_once(folder, *extra, workers=workers, threads=threads)
+        except PortTaken:
+            pass
+    return _start_once(folder, *extra, workers=workers, threads=threads)
+
+
+PORT_ATTEMPTS = 3
+
+
+class PortTaken(RuntimeError):
+    """gunicorn could not bind the chosen port: someone else took it meanwhile."""
+
+
+def _start_once(folder: Path, *extra: str, workers: int, threads: int) -> Server:
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_file = folder / "server.log"
@@ -150,10 +171,13 @@ def start_server(folder: Path, *extra: str, workers: int = 2, threads: int = 4) 
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    cwd=folder)
     server = Server(process, port, folder / "state", log_file)
-    deadline = time.monotonic() + 30
+    # Not a timing assertion: a generous bound on start-up, so a broken build fails
+    # instead of hanging the suite.
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"draguard serve exited {process.returncode}:\n{server.log()}")
+            problem = PortTaken if "Connection in use" in server.log() else RuntimeError
+            raise problem(f"draguard serve exited {process.returncode}:\n{server.log()}")
         try:
             if server.ca_file.exists() and server.client().request(
                     "GET", "/readyz", fresh=True).status == 200:
@@ -162,7 +186,7 @@ def start_server(folder: Path, *extra: str, workers: int = 2, threads: int = 4) 
             pass
         time.sleep(0.1)
     server.stop()
-    raise RuntimeError(f"draguard serve not ready in 30 s:\n{server.log()}")
+    raise RuntimeError(f"draguard serve not ready in 60 s:\n{server.log()}")
 
 
 @pytest.fixture(scope="module")

@@ -225,7 +225,7 @@ def test_metrics_add_up_across_workers(server: Server) -> None:
     for i in range(12):  # new connections spread over both workers
         api.review(review(None, operation="CONNECT", uid=f"m{i}"), fresh=True)
     # Each worker writes its queued samples every 0.25 s (draguard.webhook.serving.metrics).
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a bound on polling, not a speed check
     while scrape() != before + 12 and time.monotonic() < deadline:
         time.sleep(0.05)
     seen = {scrape() for _ in range(6)}
@@ -235,7 +235,7 @@ def test_metrics_add_up_across_workers(server: Server) -> None:
 def test_decision_log_line(server: Server, client: ApiserverClient) -> None:
     """Each decision is one JSON line in the server log with uid, names, outcome and latency."""
     client.review(review(GOOD, uid="find-this-uid"))
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a bound on polling, not a speed check
     while time.monotonic() < deadline:
         lines = [json.loads(line) for line in server.log().splitlines()
                  if line.startswith("{") and "find-this-uid" in line]
