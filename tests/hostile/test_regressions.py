@@ -44,9 +44,10 @@ def test_mutate_leaves_an_over_limit_claim_alone_quickly() -> None:
     """/mutate does not expand 10,000 catalogued requests (seconds of work, then an error)."""
     requests = [{"name": f"r{i}", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
                 for i in range(10_000)]
-    started = time.perf_counter()
-    result = mutate(claim(requests), policy=load_policy(POLICY), options=DEFAULT_OPTIONS)
-    assert (result.patch, time.perf_counter() - started < 1.0) == ([], True)
+    policy = load_policy(POLICY)
+    started = time.thread_time()  # CPU time of this thread, not the wall clock
+    result = mutate(claim(requests), policy=policy, options=DEFAULT_OPTIONS)
+    assert (result.patch, time.thread_time() - started < 1.0) == ([], True)
 
 
 def test_mutate_still_expands_at_the_limit() -> None:

@@ -38,7 +38,9 @@ class Connection(http.client.HTTPSConnection):
     """HTTPS to 127.0.0.1 with SNI and hostname verification for the service name."""
 
     def __init__(self, port: int, context: ssl.SSLContext, server_name: str) -> None:
-        super().__init__("127.0.0.1", port, context=context, timeout=10)
+        # A guard against a hang, not a speed check: the apiserver's 10 s timeout is a
+        # production figure, and this suite also runs on loaded machines.
+        super().__init__("127.0.0.1", port, context=context, timeout=60)
         self.server_name = server_name
 
     def connect(self) -> None:
