@@ -17,8 +17,6 @@ from importlib import metadata
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from draguard.schema.model.records import Record
-
 
 class Finding(NamedTuple):
     """One upstream error in a document, located in the user's own file (`contract.md` §3).
@@ -71,7 +69,7 @@ class DocumentResult(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Summary(Record):
+class Summary:
     documents: int
     valid: int
     invalid: int

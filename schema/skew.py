@@ -18,7 +18,6 @@ from draguard.schema.advice.skew import SKEW_CODES
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.records import Record
 from draguard.schema.model.releases import FEATURE_SINCE, GROUP, RELEASES, Release
 from draguard.schema.model.shapes import identify
 from draguard.schema.validate import validate_object
@@ -27,7 +26,7 @@ _GATE_OF = {name: gate for name, (_, gate) in FEATURE_SINCE.items()}
 
 
 @dataclass(frozen=True, slots=True)
-class ReleaseView(Record):
+class ReleaseView:
     """One release's treatment of one document."""
 
     version: str

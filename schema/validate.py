@@ -42,7 +42,6 @@ from draguard.schema.model.fieldmap import PARALLEL_KEY as _PARALLEL
 from draguard.schema.model.gates import drop_disabled_fields
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.records import Record
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import (
     DocumentType,
@@ -66,7 +65,7 @@ _TEMPLATE_METADATA = FieldPath.root("spec", "metadata")
 
 
 @dataclass(slots=True)
-class Verdict(Record):
+class Verdict:
     """The outcome for one document (not changed after it is made).
 
     Not a frozen dataclass: the webhook makes one per request, and a frozen dataclass
@@ -548,7 +547,3 @@ def _skip_reason(kind: Any, api_version: Any) -> str:
     if kind in ("ResourceClaim", "ResourceClaimTemplate"):
         return f"{kind} in {api_version} is not a version draguard knows (v1, v1beta2, v1beta1)"
     return f"{kind} is not a DRA claim or template"
-
-
-def release_of(options: Options) -> Release:
-    return options.release

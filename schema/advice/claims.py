@@ -21,7 +21,6 @@ from draguard.schema.advice.codes import ignored_codes as ignored_codes
 from draguard.schema.advice.requests import Request, gather_requests
 from draguard.schema.advice.skew import check_skew
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.records import Record
 
 MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
 MAX_RESULTS = 32  # AllocationResultsMaxSize (§2.4)
@@ -76,7 +75,7 @@ def _give(out: list[Advice], advice: Advice | None) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class ReferenceRewrite(Record):
+class ReferenceRewrite:
     """Replace `config[index].requests` by `new` (every parent name spelled out)."""
 
     index: int

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.records import Record
 from draguard.schema.model.releases import Release
 
 IGNORE_ANNOTATION = "draguard.io/ignore"
@@ -46,7 +45,7 @@ CODES = (
 
 
 @dataclass(frozen=True, slots=True)
-class Advice(Record):
+class Advice:
     """One warning: where, a stable code, and what to do about it."""
 
     path: FieldPath
@@ -60,7 +59,7 @@ class Advice(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class Version(Record):
+class Version:
     """A Kubernetes version down to the patch, when known (release notes need patches)."""
 
     release: Release

@@ -14,7 +14,6 @@ from typing import Any
 
 from draguard.schema.advice.codes import Advice, Version
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.records import Record
 from draguard.schema.model.shapes import PARALLEL_KEY, identify
 
 # Where each workload kind keeps its pod spec.
@@ -30,7 +29,7 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class ClaimRequests(Record):
+class ClaimRequests:
     """A claim's top-level request names, each with its subrequest names (empty: exact)."""
 
     requests: dict[str, frozenset[str]]

@@ -104,10 +104,6 @@ class CelType:
             return "google.protobuf.Any"
         return self.kind
 
-    @property
-    def is_dynamic(self) -> bool:
-        return self.kind in ("dyn", "any", "error", "param")
-
 
 DYN = CelType("dyn")
 

@@ -14,7 +14,6 @@ from enum import StrEnum
 from typing import Any
 
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.records import Record
 
 
 class ErrorType(StrEnum):
@@ -90,7 +89,7 @@ OMIT: Any = _Omit()
 
 
 @dataclass(frozen=True, slots=True)
-class FieldError(Record):
+class FieldError:
     """One finding: where (path), what kind (type), the bad value and the detail."""
 
     type: ErrorType

@@ -11,8 +11,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from draguard.schema.model.records import Record
-
 ORDER_ANNOTATION = "draguard.io/request-order"
 PARALLEL_KEY = "prioritizedRequests"
 
@@ -99,7 +97,7 @@ def spec_hub_to_v1beta1(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class Origin(Record):
+class Origin:
     """Where a nested request came from in a parallel document."""
 
     list_name: str  # "requests" or "prioritizedRequests"

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from draguard.schema.model.records import Record
 from draguard.schema.model.releases import DEFAULT_RELEASE, Release
 
 
 @dataclass(frozen=True, slots=True)
-class Options(Record):
+class Options:
     """How to validate: which release to imitate and what is known about the cluster.
 
     `namespace_labels` are the labels of the object's Namespace; `None` means unknown,

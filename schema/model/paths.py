@@ -74,12 +74,6 @@ class FieldPath:
     def startswith(self, prefix: FieldPath) -> bool:
         return self.parts[: len(prefix.parts)] == prefix.parts
 
-    def replace_prefix(self, old: FieldPath, new: FieldPath) -> FieldPath:
-        """Move a path from under `old` to under `new` (path mapping across shapes)."""
-        if not self.startswith(old):
-            return self
-        return FieldPath(new.parts + self.parts[len(old.parts) :])
-
 
 # The text of paths printed so far. Findings come back at the same few paths document
 # after document (lint), and building the text costs three times this lookup. Keyed by

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from draguard.schema.model.records import Record
-
 GROUP = "resource.k8s.io"
 API_VERSIONS = ("v1beta1", "v1beta2", "v1")
 
 
 @dataclass(frozen=True, slots=True)
-class Release(Record):
+class Release:
     """One Kubernetes minor release, as far as DRA claims are concerned."""
 
     minor: int
@@ -99,11 +97,6 @@ class Release(Record):
         if self.minor >= 35:
             return ("NoExecute", "NoSchedule", "None")
         return ("NoExecute", "NoSchedule")
-
-    @property
-    def quoted_null(self) -> bool:
-        """1.33 printed a nil bad value as `"null"` (§3.1)."""
-        return self.minor <= 33
 
     @property
     def admin_access_label(self) -> str:

@@ -25,7 +25,6 @@ from draguard.schema.model.defaults import (
 )
 from draguard.schema.model.errors import FieldError, malformed, unknown_field
 from draguard.schema.model.paths import FieldPath, MapKey, Segment
-from draguard.schema.model.records import Record
 from draguard.schema.model.releases import GROUP, Release
 
 Parts = tuple[Segment, ...]
@@ -38,8 +37,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
 
 
-@dataclass(frozen=True)
-class Obj(Record):
+@dataclass(frozen=True, slots=True)
+class Obj:
     """A JSON object with a closed set of fields (`open` ones accept anything else too)."""
 
     type_name: str
@@ -47,18 +46,18 @@ class Obj(Record):
     open: bool = False
 
 
-@dataclass(frozen=True)
-class ListOf(Record):
+@dataclass(frozen=True, slots=True)
+class ListOf:
     item: Node
 
 
-@dataclass(frozen=True)
-class MapOf(Record):
+@dataclass(frozen=True, slots=True)
+class MapOf:
     value: Node
 
 
-@dataclass(frozen=True)
-class Scalar(Record):
+@dataclass(frozen=True, slots=True)
+class Scalar:
     """`string`, `integer`, `boolean`, `quantity`, `any` or `raw` (RawExtension: null kept)."""
 
     kind: str
@@ -512,7 +511,7 @@ def json_type(value: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class DocumentType(Record):
+class DocumentType:
     """What a document claims to be: kind, version and shape."""
 
     kind: str

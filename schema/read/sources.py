@@ -29,7 +29,6 @@ from typing import Any, BinaryIO, Literal, NamedTuple
 import yaml
 
 from draguard.schema.model.paths import Segment
-from draguard.schema.model.records import Record
 from draguard.schema.read import blockyaml, jsondecode
 from draguard.schema.read.blockyaml import Lines
 from draguard.schema.read.yamlevents import Positions, load_with_positions
@@ -42,7 +41,7 @@ SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True, slots=True)
-class Source(Record):
+class Source:
     """The decoded text of one input file (or stdin) and how to read it."""
 
     name: str
@@ -51,7 +50,7 @@ class Source(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class Unreadable(Record):
+class Unreadable:
     """An input that could not be read at all: missing, a directory error, bad bytes."""
 
     name: str
@@ -59,7 +58,7 @@ class Unreadable(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class Chunk(Record):
+class Chunk:
     """One document's text and where its first character sits in its file (0-based)."""
 
     file: str
@@ -71,7 +70,7 @@ class Chunk(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class SyntaxProblem(Record):
+class SyntaxProblem:
     """A document that does not parse, with the 1-based position of the problem."""
 
     detail: str
@@ -218,7 +217,7 @@ _PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, Recursion
 
 
 @dataclass(frozen=True, slots=True)
-class Parsed(Record):
+class Parsed:
     """A document's value and, for YAML, where its nodes start: libyaml's marks
     (`yamlevents.Positions`), or for plain block YAML its lines (`blockyaml.Lines`)."""
 

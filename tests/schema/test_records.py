@@ -1,7 +1,7 @@
-"""Values of the rule set copy and pickle, compiled by mypyc or not (`schema/records.py`).
+"""Values users keep and lint hands to its workers copy and pickle (errors, advice, options, chunks).
 
 Lint's worker processes receive `Chunk`s by pickle; library users keep errors, verdicts
-and options. Under mypyc a frozen dataclass without `Record` fails all three ways.
+and options. An error keeps the one `OMIT` sentinel through every copy.
 """
 
 from __future__ import annotations
