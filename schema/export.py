@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from draguard.schema.model import shapes
+from draguard.schema.model import formats, shapes
 from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
 
 Schema = dict[str, Any]
@@ -43,13 +43,12 @@ EXPRESSION_MAX = 10 * 1024
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 # §3.2 formats, anchored. No look-arounds: kubeconform compiles patterns with Go's RE2.
-_LABEL = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"  # the {0,61} also enforces the 63 limit
-_LABEL_ANY_LEN = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN = f"{_LABEL_ANY_LEN}(\\.{_LABEL_ANY_LEN})*"
+# The expressions are the rule set's own (`formats`); the two below are what a schema
+# needs beyond them: a label whose {0,61} enforces the 63 limit inside a longer
+# pattern (a reference is two labels), and the caseless subdomain of a driver name.
+_LABEL = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 _CI_LABEL = "[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?"
 _CI_SUBDOMAIN = f"{_CI_LABEL}(\\.{_CI_LABEL})*"
-_QUALIFIED = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_C_IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
 _QUANTITY = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$"
 
 REST_OF_THE_RULES = (
@@ -106,11 +105,11 @@ def _string(pattern: str | None = None, *, max_length: int | None = None) -> Sch
 
 
 def _dns_label() -> Schema:
-    return _string(_LABEL, max_length=63)
+    return _string(_LABEL, max_length=formats.DNS1123_LABEL_MAX)
 
 
 def _dns_subdomain() -> Schema:
-    return _string(_SUBDOMAIN, max_length=253)
+    return _string(formats.DNS1123_SUBDOMAIN_FMT, max_length=formats.DNS1123_SUBDOMAIN_MAX)
 
 
 def _request_reference() -> Schema:
@@ -126,7 +125,7 @@ def _attribute_name(release: Release) -> Schema:
     two_parts: Schema = {
         "type": "string",
         "allOf": [
-            {"pattern": f"^{_CI_SUBDOMAIN}/{_C_IDENTIFIER}$"},
+            {"pattern": f"^{_CI_SUBDOMAIN}/{formats.C_IDENTIFIER_FMT}$"},
             {"pattern": "^[^/]{1,63}/[^/]{1,32}$"},
         ],
     }
@@ -137,23 +136,23 @@ def _attribute_name(release: Release) -> Schema:
 
 def _driver_name() -> Schema:
     """§3.2 driver name: a DNS subdomain compared lower-cased, at most 63."""
-    return {**_string(_CI_SUBDOMAIN, max_length=63), "minLength": 1}
+    return {**_string(_CI_SUBDOMAIN, max_length=formats.DRIVER_NAME_MAX), "minLength": 1}
 
 
 def _label_key(*, case_insensitive_prefix: bool = False) -> Schema:
     """A qualified name: optional subdomain prefix ≤ 253, `/`, name ≤ 63."""
-    prefix = _CI_SUBDOMAIN if case_insensitive_prefix else _SUBDOMAIN
+    prefix = _CI_SUBDOMAIN if case_insensitive_prefix else formats.DNS1123_SUBDOMAIN_FMT
     return {
         "type": "string",
         "allOf": [
-            {"pattern": f"^({prefix}/)?{_QUALIFIED}$"},
+            {"pattern": f"^({prefix}/)?{formats.QUALIFIED_NAME_FMT}$"},
             {"pattern": "^([^/]{1,253}/)?[^/]{1,63}$"},
         ],
     }
 
 
 def _label_value() -> Schema:
-    return _string(f"({_QUALIFIED})?", max_length=63)
+    return _string(formats.LABEL_VALUE_FMT, max_length=formats.LABEL_VALUE_MAX)
 
 
 def _toleration_key() -> Schema:

@@ -9,17 +9,19 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
-_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+# apimachinery's regular expressions (`validation.go`), also what `export` puts in its
+# JSON Schema patterns, so that the schemas and the rules share one definition.
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
+QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+LABEL_VALUE_FMT = "(" + QUALIFIED_NAME_FMT + ")?"
+C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 
-_LABEL_RE = re.compile(_LABEL_FMT)
-_SUBDOMAIN_RE = re.compile(_SUBDOMAIN_FMT)
-_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
+_LABEL_RE = re.compile(DNS1123_LABEL_FMT)
+_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_FMT)
+_QUALIFIED_NAME_RE = re.compile(QUALIFIED_NAME_FMT)
+_LABEL_VALUE_RE = re.compile(LABEL_VALUE_FMT)
+_C_IDENTIFIER_RE = re.compile(C_IDENTIFIER_FMT)
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
@@ -44,25 +46,25 @@ def max_len_error(length: int) -> str:
 DNS1123_LABEL_MSG = regex_error(
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character",
-    _LABEL_FMT,
+    DNS1123_LABEL_FMT,
     "my-name",
     "123-abc",
 )
 DNS1123_SUBDOMAIN_MSG = regex_error(
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character",
-    _SUBDOMAIN_FMT,
+    DNS1123_SUBDOMAIN_FMT,
     "example.com",
 )
 _QUALIFIED_NAME_BODY = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character"
 )
-QUALIFIED_NAME_MSG = regex_error(_QUALIFIED_NAME_BODY, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+QUALIFIED_NAME_MSG = regex_error(_QUALIFIED_NAME_BODY, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
 LABEL_VALUE_MSG = regex_error(
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
     "'.', and must start and end with an alphanumeric character",
-    _LABEL_VALUE_FMT,
+    LABEL_VALUE_FMT,
     "MyValue",
     "my_value",
     "12345",
@@ -70,7 +72,7 @@ LABEL_VALUE_MSG = regex_error(
 C_IDENTIFIER_MSG = regex_error(
     "a valid C identifier must start with alphabetic character or '_', followed by a string of "
     "alphanumeric characters or '_'",
-    _C_IDENTIFIER_FMT,
+    C_IDENTIFIER_FMT,
     "my_name",
     "MY_NAME",
     "MyName",

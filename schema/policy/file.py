@@ -19,6 +19,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from draguard.schema.model.formats import is_dns1123_label, is_dns1123_subdomain
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.policy.model import (
     API_VERSION,
@@ -32,8 +33,6 @@ from draguard.schema.policy.model import (
     Policy,
     PolicyError,
     Toleration,
-    is_dns_label,
-    is_dns_subdomain,
 )
 from draguard.schema.validate import validate_object
 
@@ -241,7 +240,7 @@ def _limits(node: _Node) -> Limits:
 def _catalog(node: _Node, limits: Limits) -> dict[str, CatalogEntry]:
     catalog: dict[str, CatalogEntry] = {}
     for device_class, entry_node in node.entries():
-        if not is_dns_subdomain(device_class):
+        if not is_dns1123_subdomain(device_class):
             entry_node.fail("a device class name must be a lowercase RFC 1123 subdomain")
         catalog[device_class] = _entry(device_class, entry_node, limits)
     return catalog
@@ -256,7 +255,7 @@ def _entry(device_class: str, node: _Node, limits: Limits) -> CatalogEntry:
     original_name = "requested"
     if "originalName" in fields:
         original_name = fields["originalName"].string()
-        if not is_dns_label(original_name):
+        if not is_dns1123_label(original_name):
             fields["originalName"].fail("must be a lowercase RFC 1123 label (a subrequest name)")
     if "alternatives" not in fields:
         node.fail("alternatives: Required value")
@@ -323,10 +322,10 @@ def _alternative(node: _Node, limits: Limits) -> Alternative:
         if required not in fields:
             node.fail(f"{required}: Required value")
     name = fields["name"].string()
-    if not is_dns_label(name):
+    if not is_dns1123_label(name):
         fields["name"].fail("must be a lowercase RFC 1123 label (a subrequest name)")
     device_class = fields["deviceClassName"].string()
-    if not is_dns_subdomain(device_class):
+    if not is_dns1123_subdomain(device_class):
         fields["deviceClassName"].fail("a device class name must be a lowercase RFC 1123 subdomain")
     pattern = limits.forbidding_pattern(device_class)
     if pattern is not None:

@@ -59,7 +59,6 @@ object gets an empty patch.
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -184,17 +183,3 @@ class Policy:
     @property
     def is_empty(self) -> bool:
         return self == Policy.empty()
-
-
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def is_dns_label(text: str) -> bool:
-    """Request and subrequest names (`upstream-rules.md` §3.2)."""
-    return len(text) <= 63 and _DNS_LABEL.fullmatch(text) is not None
-
-
-def is_dns_subdomain(text: str) -> bool:
-    """Device class names (`upstream-rules.md` §3.2)."""
-    return len(text) <= 253 and _DNS_SUBDOMAIN.fullmatch(text) is not None
