@@ -24,23 +24,25 @@ from pathlib import Path
 from typing import Any
 
 from draguard.schema.model import formats, shapes
-from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
+from draguard.schema.model.releases import (
+    API_VERSIONS,
+    CONFIG_MAX,
+    CONSTRAINTS_MAX,
+    DEFAULT_RELEASE,
+    DRIVER_NAME_MAX,
+    EXPRESSION_MAX,
+    FIRST_AVAILABLE_MAX,
+    GROUP,
+    KINDS,
+    REQUESTS_MAX,
+    SELECTORS_MAX,
+    Release,
+)
 
 Schema = dict[str, Any]
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ID_BASE = "https://draguard.io/schemas"
-KINDS = ("ResourceClaim", "ResourceClaimTemplate")
-VERSIONS = ("v1", "v1beta2", "v1beta1")
-
-# §2.4 constants.
-REQUESTS_MAX = 32
-FIRST_AVAILABLE_MAX = 8
-SELECTORS_MAX = 32
-CONSTRAINTS_MAX = 32
-CONFIG_MAX = 32
-EXPRESSION_MAX = 10 * 1024
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 # §3.2 formats, anchored. No look-arounds: kubeconform compiles patterns with Go's RE2.
 # The expressions are the rule set's own (`formats`); the two below are what a schema
@@ -85,7 +87,7 @@ def variants(release: Release = DEFAULT_RELEASE, *, parallel: bool = True) -> tu
     return tuple(
         Variant(kind, version, layout)
         for kind in KINDS
-        for version in VERSIONS
+        for version in API_VERSIONS
         if release.has_api_version(version)
         for layout in layouts
     )
@@ -136,7 +138,7 @@ def _attribute_name(release: Release) -> Schema:
 
 def _driver_name() -> Schema:
     """§3.2 driver name: a DNS subdomain compared lower-cased, at most 63."""
-    return {**_string(_CI_SUBDOMAIN, max_length=formats.DRIVER_NAME_MAX), "minLength": 1}
+    return {**_string(_CI_SUBDOMAIN, max_length=DRIVER_NAME_MAX), "minLength": 1}
 
 
 def _label_key(*, case_insensitive_prefix: bool = False) -> Schema:
@@ -409,7 +411,7 @@ def _scalar(node: shapes.Scalar) -> Schema:
     if node.kind == "string":
         return {"type": "string"}
     if node.kind == "integer":
-        return {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX}
+        return {"type": "integer", "minimum": shapes.INT64_MIN, "maximum": shapes.INT64_MAX}
     if node.kind == "boolean":
         return {"type": "boolean"}
     if node.kind == "quantity":

@@ -25,6 +25,7 @@ from draguard.schema.model import errors
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath, Segment
+from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type
 from draguard.schema.read.blockyaml import Lines
 from draguard.schema.read.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
@@ -36,7 +37,6 @@ Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
 _BATCH = 64
-DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
 class _Located:
@@ -276,7 +276,7 @@ def cross_check(
     workload_docs = {(r.file, r.document) for r in results if r.kind in POD_SPEC_PATHS}
     if not workload_docs:
         return results
-    claim_docs = {(r.file, r.document) for r in results if r.kind in DRA_KINDS}
+    claim_docs = {(r.file, r.document) for r in results if r.kind in KINDS}
     wanted = workload_docs | claim_docs
     objects = [o for chunk in chunks if (chunk.file, chunk.index) in wanted
                for o in _objects(chunk)]

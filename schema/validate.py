@@ -42,7 +42,7 @@ from draguard.schema.model.fieldmap import PARALLEL_KEY as _PARALLEL
 from draguard.schema.model.gates import drop_disabled_fields
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import Release
+from draguard.schema.model.releases import KINDS, REQUESTS_MAX, Release
 from draguard.schema.model.shapes import (
     DocumentType,
     Obj,
@@ -52,7 +52,7 @@ from draguard.schema.model.shapes import (
     read,
 )
 from draguard.schema.rules.metadata import validate_object_meta, validate_template_meta
-from draguard.schema.rules.spec import ONE_OF_REQUIRED, REQUESTS_MAX, rules_for
+from draguard.schema.rules.spec import ONE_OF_REQUIRED, rules_for
 
 __all__ = ["ORDER_ANNOTATION", "Verdict", "prepare", "validate_object", "validate_update"]
 
@@ -544,6 +544,6 @@ def _skipped(obj: Any) -> Verdict:
 def _skip_reason(kind: Any, api_version: Any) -> str:
     if not isinstance(kind, str) or not isinstance(api_version, str):
         return "not a Kubernetes object (no kind/apiVersion)"
-    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+    if kind in KINDS:
         return f"{kind} in {api_version} is not a version draguard knows (v1, v1beta2, v1beta1)"
     return f"{kind} is not a DRA claim or template"

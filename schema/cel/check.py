@@ -21,9 +21,8 @@ from draguard.schema.cel.syntax import decode_checked
 from draguard.schema.cel.validators import validate
 from draguard.schema.model.errors import FieldError, forbidden, internal_error, invalid, too_long
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import Release
+from draguard.schema.model.releases import EXPRESSION_MAX, Release
 
-MAX_EXPRESSION_BYTES = 10240  # CELSelectorExpressionMaxLength (§2.4)
 RECURSION_LIMIT = 250  # cel-go parser default maxRecursionDepth (cel_depth.py)
 CACHE_SIZE = 4096
 
@@ -55,10 +54,10 @@ class SelectorVerdict:
 def check_selector(expression: str, path: FieldPath, *, release: Release) -> list[FieldError]:
     """Upstream's findings for one selector expression at `path`; never raises."""
     # ≤ 4 bytes a character: short expressions need no encoding to know they fit.
-    if len(expression) * 4 > MAX_EXPRESSION_BYTES and (
-        len(expression.encode("utf-8", "surrogatepass")) > MAX_EXPRESSION_BYTES
+    if len(expression) * 4 > EXPRESSION_MAX and (
+        len(expression.encode("utf-8", "surrogatepass")) > EXPRESSION_MAX
     ):
-        return [too_long(path, MAX_EXPRESSION_BYTES)]
+        return [too_long(path, EXPRESSION_MAX)]
     try:
         verdict = analyse_selector(expression, consumable_capacity=release.consumable_capacity)
     except Exception as exc:  # a library failure must never take the caller down
@@ -72,7 +71,7 @@ def selector_passes(expression: str, *, release: Release) -> bool:
     Only a short expression whose cached verdict is clean qualifies; anything else goes
     through `check_selector`, which then owns every detail of the finding.
     """
-    if len(expression) * 4 > MAX_EXPRESSION_BYTES:
+    if len(expression) * 4 > EXPRESSION_MAX:
         return False
     try:
         verdict = _analyse(expression, release.consumable_capacity)

@@ -27,8 +27,6 @@ DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 QUALIFIED_NAME_MAX = 63
 LABEL_VALUE_MAX = 63
-C_IDENTIFIER_MAX = 32  # DeviceMaxIDLength (§2.4)
-DRIVER_NAME_MAX = 63  # DriverNameMaxLength (§2.4)
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:

@@ -1,7 +1,9 @@
 """What each Kubernetes release does with DRA claims (`upstream-rules.md` §1–§3.9).
 
-One frozen `Release` per minor version holds every difference the rule set, the
-converter and the skew report need, so that no code compares version numbers itself.
+The one table of release facts: the kinds and API versions draguard knows, the API's
+size limits, and one frozen `Release` per minor version holding every difference the
+rule set, the converter and the skew report need, so that no code compares version
+numbers itself.
 """
 
 from __future__ import annotations
@@ -9,7 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GROUP = "resource.k8s.io"
-API_VERSIONS = ("v1beta1", "v1beta2", "v1")
+# The claim kinds draguard validates; anything else is skipped.
+KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+# The resource.k8s.io versions of those kinds, newest first (§1.2 says which release has which).
+API_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+# §2.4 size limits, the same in every release (`pkg/apis/resource/types.go`).
+REQUESTS_MAX = 32  # DeviceRequestsMaxSize, also the parallel shape's requests + prioritizedRequests
+FIRST_AVAILABLE_MAX = 8  # FirstAvailableDeviceRequestMaxSize
+SELECTORS_MAX = 32  # DeviceSelectorsMaxSize
+CONSTRAINTS_MAX = 32  # DeviceConstraintsMaxSize
+CONFIG_MAX = 32  # DeviceConfigMaxSize
+PARAMETERS_MAX = 10 * 1024  # OpaqueParametersMaxLength, bytes of JSON
+EXPRESSION_MAX = 10 * 1024  # CELSelectorExpressionMaxLength, bytes
+C_IDENTIFIER_MAX = 32  # DeviceMaxIDLength: the name part of an attribute name
+DRIVER_NAME_MAX = 63  # DriverNameMaxLength
 
 
 @dataclass(frozen=True, slots=True)

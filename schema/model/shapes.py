@@ -25,15 +25,13 @@ from draguard.schema.model.defaults import (
 )
 from draguard.schema.model.errors import FieldError, malformed, unknown_field
 from draguard.schema.model.paths import FieldPath, MapKey, Segment
-from draguard.schema.model.releases import GROUP, Release
+from draguard.schema.model.releases import API_VERSIONS, GROUP, KINDS, Release
 
 Parts = tuple[Segment, ...]
 
-KINDS = ("ResourceClaim", "ResourceClaimTemplate")
-VERSIONS = ("v1", "v1beta2", "v1beta1")
 PARALLEL_KEY = "prioritizedRequests"
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
 
 
@@ -308,7 +306,7 @@ def _object_reader(node: Obj, api_version: str, defaulting: bool = False) -> Rea
                     result[key] = item
                     continue
             elif step is _read_integer:
-                if type(item) is int and _INT64_MIN <= item <= _INT64_MAX:
+                if type(item) is int and INT64_MIN <= item <= INT64_MAX:
                     result[key] = item
                     continue
             elif step is None:
@@ -365,7 +363,7 @@ def _defaulting_reader(node: Obj, api_version: str, *, flat: bool) -> Reader:
             if item is None:
                 continue  # no field of these types keeps a null
             if (step is _read_string and isinstance(item, str)) or (
-                step is _read_integer and type(item) is int and _INT64_MIN <= item <= _INT64_MAX
+                step is _read_integer and type(item) is int and INT64_MIN <= item <= INT64_MAX
             ):
                 clean = item
             else:
@@ -476,7 +474,7 @@ def _read_scalar(value: Any, path: Linked, out: list[FieldError], *, node: Scala
         ok = isinstance(value, bool)
     elif kind == "integer":
         ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok and not _INT64_MIN <= value <= _INT64_MAX:
+        if ok and not INT64_MIN <= value <= INT64_MAX:
             out.append(malformed(_flat(path), "integer out of int64 range"))
             return _DROP
     else:  # quantity: a number or a string in Kubernetes quantity syntax
@@ -535,7 +533,7 @@ def identify(obj: Any) -> DocumentType | None:
     if kind not in KINDS or not isinstance(api_version, str):
         return None
     group, _, version = api_version.partition("/")
-    if group != GROUP or version not in VERSIONS:
+    if group != GROUP or version not in API_VERSIONS:
         return None
     parallel = _has_parallel_list(obj, kind)
     if kind.__class__ is str:  # the usual plain string: one shared, immutable value

@@ -15,13 +15,14 @@ from typing import Any
 
 from draguard.schema.advice.codes import Advice
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import API_VERSIONS, GROUP
+from draguard.schema.model.releases import API_VERSIONS, GROUP, KINDS
 
 # Where a policy step reports what the user should know (an `Advice` with a `policy-*`
 # code, rendered and silenced like every other warning).
 Warn = Callable[[Advice], None]
 
-KINDS = {"ResourceClaim": ("spec",), "ResourceClaimTemplate": ("spec", "spec")}
+# Where each kind keeps its claim spec: a template nests it under `spec.spec` (§2.6).
+_SPEC_AT = dict(zip(KINDS, (("spec",), ("spec", "spec")), strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +64,12 @@ def locate(obj: Any) -> ClaimSite | None:
     if not isinstance(obj, dict):
         return None
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not isinstance(api_version, str) or not isinstance(kind, str) or kind not in KINDS:
+    if not isinstance(api_version, str) or not isinstance(kind, str) or kind not in _SPEC_AT:
         return None
     group, _, version = api_version.partition("/")
     if group != GROUP or version not in API_VERSIONS:
         return None
-    return ClaimSite(kind, version, KINDS[kind])
+    return ClaimSite(kind, version, _SPEC_AT[kind])
 
 
 def dict_items(value: Any) -> list[tuple[int, dict[str, Any]]]:

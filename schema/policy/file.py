@@ -21,6 +21,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from draguard.schema.model.formats import is_dns1123_label, is_dns1123_subdomain
 from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import SELECTORS_MAX
 from draguard.schema.policy.model import (
     API_VERSION,
     KIND,
@@ -36,8 +37,6 @@ from draguard.schema.policy.model import (
 )
 from draguard.schema.validate import validate_object
 
-# DeviceSelectorsMaxSize (upstream-rules.md §2.4).
-_MAX_SELECTORS = 32
 _PLACEMENTS: tuple[Placement, ...] = ("first", "last", "replace")
 _REWRITES: tuple[ConfigRewrite, ...] = ("rewrite", "keep")
 _MODES = ("ExactCount", "All")
@@ -351,8 +350,8 @@ def _alternative(node: _Node, limits: Limits) -> Alternative:
 def _selectors(node: _Node) -> tuple[str, ...]:
     """CEL expressions, written as strings or in the API's `{cel: {expression: …}}` form."""
     items = node.items()
-    if len(items) > _MAX_SELECTORS:
-        node.fail(f"must have at most {_MAX_SELECTORS} items (upstream-rules.md §2.4)")
+    if len(items) > SELECTORS_MAX:
+        node.fail(f"must have at most {SELECTORS_MAX} items (upstream-rules.md §2.4)")
     expressions = []
     for item in items:
         if isinstance(item.value, dict):

@@ -25,13 +25,13 @@ import jsonpatch
 from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.model.errors import ErrorType, FieldError
 from draguard.schema.model.options import Options
+from draguard.schema.model.releases import REQUESTS_MAX
 from draguard.schema.policy.catalog import expand_requests
 from draguard.schema.policy.claimspec import locate
 from draguard.schema.policy.defaulting import apply_defaults
 from draguard.schema.policy.limits import forbidden_classes, trim_alternatives
 from draguard.schema.policy.model import Policy
 from draguard.schema.policy.references import rewrite_parent_references
-from draguard.schema.rules.spec import REQUESTS_MAX
 from draguard.schema.validate import validate_object
 
 

@@ -31,15 +31,17 @@ from draguard.schema.model.errors import (
     too_many,
 )
 from draguard.schema.model.paths import FieldPath, Parts
-from draguard.schema.model.releases import Release
-
-# §2.4 constants.
-REQUESTS_MAX = 32
-FIRST_AVAILABLE_MAX = 8
-SELECTORS_MAX = 32
-CONSTRAINTS_MAX = 32
-CONFIG_MAX = 32
-PARAMETERS_MAX = 10 * 1024
+from draguard.schema.model.releases import (
+    C_IDENTIFIER_MAX,
+    CONFIG_MAX,
+    CONSTRAINTS_MAX,
+    DRIVER_NAME_MAX,
+    FIRST_AVAILABLE_MAX,
+    PARAMETERS_MAX,
+    REQUESTS_MAX,
+    SELECTORS_MAX,
+    Release,
+)
 
 ONE_OF_REQUIRED = "exactly one of `exactly` or `firstAvailable` is required"
 ONE_OF_MULTIPLE = ONE_OF_REQUIRED + ", but multiple fields are set"
@@ -373,9 +375,9 @@ def attribute_name_passes(name: str) -> bool:
     return (
         bool(slash)
         and "/" not in ident
-        and 0 < len(domain) <= formats.DRIVER_NAME_MAX
+        and 0 < len(domain) <= DRIVER_NAME_MAX
         and formats.is_dns1123_subdomain(domain.lower())
-        and 0 < len(ident) <= formats.C_IDENTIFIER_MAX
+        and 0 < len(ident) <= C_IDENTIFIER_MAX
         and formats.c_identifier_matches(ident)
     )
 
@@ -417,8 +419,8 @@ def check_allocation(mode: str, count: int, parent: Parts, out: Errors) -> None:
 
 
 def check_c_identifier(name: str, path: Parts, out: Errors) -> None:
-    if len(name) > formats.C_IDENTIFIER_MAX:
-        out.append(too_long(FieldPath(path), formats.C_IDENTIFIER_MAX))
+    if len(name) > C_IDENTIFIER_MAX:
+        out.append(too_long(FieldPath(path), C_IDENTIFIER_MAX))
     if not formats.c_identifier_matches(name):
         out.append(invalid(FieldPath(path), name, formats.C_IDENTIFIER_MSG))
 
@@ -432,8 +434,8 @@ def check_driver_name(name: str, path: Parts, out: Errors) -> None:
     if not name:
         out.append(required(FieldPath(path)))
         return
-    if len(name) > formats.DRIVER_NAME_MAX:
-        out.append(too_long(FieldPath(path), formats.DRIVER_NAME_MAX))
+    if len(name) > DRIVER_NAME_MAX:
+        out.append(too_long(FieldPath(path), DRIVER_NAME_MAX))
     lowered = name.lower()
     if not formats.is_dns1123_subdomain(lowered):
         for msg in formats.dns1123_subdomain_messages(lowered):

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.cel.check import (
-    MAX_EXPRESSION_BYTES,
     analyse_selector,
     cache_info,
     check_selector,
@@ -20,7 +19,7 @@ from draguard.schema.cel.check import (
 )
 from draguard.schema.model.errors import ErrorType
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import RELEASES
+from draguard.schema.model.releases import EXPRESSION_MAX, RELEASES
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")
@@ -109,24 +108,24 @@ def test_allow_multiple_allocations_needs_consumable_capacity() -> None:
 
 def test_too_long_is_reported_without_compiling() -> None:
     """Over 10240 bytes is TooLong even when the text would not compile."""
-    expression = "?" * (MAX_EXPRESSION_BYTES + 1)
+    expression = "?" * (EXPRESSION_MAX + 1)
     assert findings(expression) == [(ErrorType.TOO_LONG, FIELD)]
 
 
 def test_length_counts_bytes_not_characters() -> None:
     """Multi-byte characters count by their UTF-8 length (Go's `len`)."""
     body = 'device.driver == ""'
-    fill = "é" * ((MAX_EXPRESSION_BYTES - len(body)) // 2 + 1)
+    fill = "é" * ((EXPRESSION_MAX - len(body)) // 2 + 1)
     expression = f'device.driver == "{fill}"'
-    assert len(expression) <= MAX_EXPRESSION_BYTES < len(expression.encode())
+    assert len(expression) <= EXPRESSION_MAX < len(expression.encode())
     assert findings(expression) == [(ErrorType.TOO_LONG, FIELD)]
 
 
 def test_exactly_the_limit_is_accepted() -> None:
     """An expression of exactly 10240 bytes is compiled, not rejected."""
     head = 'device.driver == "'
-    expression = head + "a" * (MAX_EXPRESSION_BYTES - len(head) - 1) + '"'
-    assert len(expression.encode()) == MAX_EXPRESSION_BYTES
+    expression = head + "a" * (EXPRESSION_MAX - len(head) - 1) + '"'
+    assert len(expression.encode()) == EXPRESSION_MAX
     assert findings(expression) == []
 
 

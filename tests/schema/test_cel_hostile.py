@@ -13,15 +13,15 @@ from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.cel.check import MAX_EXPRESSION_BYTES, check_selector
+from draguard.schema.cel.check import check_selector
 from draguard.schema.model.errors import ErrorType
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import RELEASES
+from draguard.schema.model.releases import EXPRESSION_MAX, RELEASES
 
 PATH = FieldPath.root("spec").child("devices", "requests").index(0).child(
     "exactly", "selectors").index(0).child("cel", "expression")
 NEWEST = RELEASES["1.37"]
-LIMIT = MAX_EXPRESSION_BYTES
+LIMIT = EXPRESSION_MAX
 
 INVALID, TOO_LONG = ErrorType.INVALID, ErrorType.TOO_LONG
 

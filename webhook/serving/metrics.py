@@ -40,13 +40,12 @@ from prometheus_client import (
     values,
 )
 
-from draguard.schema.model.releases import API_VERSIONS, GROUP
+from draguard.schema.model.releases import API_VERSIONS, GROUP, KINDS
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Buckets from 0.5 ms: the rule set answers in well under a millisecond, and the
 # apiserver's webhook timeout (10 s default, 1–3 s in practice) bounds the top.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
 VERSIONS = frozenset(f"{GROUP}/{v}" for v in API_VERSIONS)
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
