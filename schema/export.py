@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from draguard.schema.model import formats, shapes
+from draguard.schema.model.fieldmap import PARALLEL_KEY
 from draguard.schema.model.releases import (
     API_VERSIONS,
     CONFIG_MAX,
@@ -211,7 +212,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("DeviceClaim", "requests"): Rule(max_items=REQUESTS_MAX),
     ("DeviceClaim", "constraints"): Rule(max_items=CONSTRAINTS_MAX),
     ("DeviceClaim", "config"): Rule(max_items=CONFIG_MAX),
-    ("DeviceClaim", shapes.PARALLEL_KEY): Rule(max_items=REQUESTS_MAX),
+    ("DeviceClaim", PARALLEL_KEY): Rule(max_items=REQUESTS_MAX),
     ("DeviceRequest", "name"): Rule(_fixed(_dns_label), required=True),
     ("DeviceRequest", "firstAvailable"): Rule(
         max_items=FIRST_AVAILABLE_MAX, gate="prioritized_list"

@@ -22,6 +22,7 @@ from draguard.schema.advice.claims import (
     advise_claim_spec,
     ignored_codes,
 )
+from draguard.schema.model.defaults import default_claim_spec
 from draguard.schema.model.errors import (
     ErrorType,
     FieldError,
@@ -117,8 +118,7 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     """Read, default (§4), convert (§5.2) and drop gated fields (§3.8), as the apiserver does."""
     release = options.release
     node, api_version, known = _plan(doc_type, release)
-    # Reading also defaults (§4, as `default_claim_spec` would once the copy is made).
-    reading = read(obj, node, _ROOT, api_version, defaulting=True)
+    reading = read(obj, node, _ROOT, api_version)
     document: dict[str, Any] = reading.value if isinstance(reading.value, dict) else {}
     findings = reading.findings
     if not known:
@@ -134,6 +134,7 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
         meta["namespace"] = options.default_namespace
     holder, spec_path = _spec_holder(document, doc_type.kind)
     claim_spec: dict[str, Any] = holder.setdefault("spec", {})
+    default_claim_spec(claim_spec, doc_type.version)
     origins = None
     if doc_type.parallel:
         devices = claim_spec.get("devices", {})

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draguard.schema.advice.codes import Advice, Version
+from draguard.schema.model.fieldmap import PARALLEL_KEY
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.shapes import PARALLEL_KEY, identify
+from draguard.schema.model.shapes import identify
 
 # Where each workload kind keeps its pod spec.
 POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {

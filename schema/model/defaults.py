@@ -1,22 +1,41 @@
-"""Upstream defaulting of a versioned claim spec (`upstream-rules.md` §4).
+"""Upstream defaulting of a versioned claim spec (`upstream-rules.md` §4): the one implementation.
 
-Runs on the versioned (clean, already read) object before conversion, in place, as
-the generated defaulters do. Only the request fields are touched.
+Every caller goes through `default_devices`: reading (`validate.prepare`, on the clean
+copy, before conversion), the round trip (on the hub shape, as storage reads do) and
+the mutating policy (on the raw admission object). It runs in place, as the
+generated defaulters do, and touches only the request fields.
+
+Only unset fields change. Go cannot tell an absent string from `""` nor an absent
+count from `0`, so those are defaulted too; JSON `null` is unset as well. A value of
+another JSON type is left as written: on the raw object that is the rule set's
+business (`Malformed`), and a clean copy never holds one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from draguard.schema.model.fieldmap import PARALLEL_KEY
+
 EXACT_COUNT = "ExactCount"
-ALL = "All"
+
+# Go struct order (§2.1, §2.2): what follows allocationMode and count in a request,
+# an exact request or a subrequest. A default goes in before these, as upstream's JSON
+# prints it, so that a converted file reads `allocationMode`, then `count`.
+_GO_ORDER_AFTER_MODE = ("count", "adminAccess", "firstAvailable", "tolerations", "capacity")
+_AFTER_MODE = frozenset(_GO_ORDER_AFTER_MODE)
+_AFTER_COUNT = frozenset(_GO_ORDER_AFTER_MODE[1:])
 
 
-def default_claim_spec(spec: dict[str, Any], version: str) -> None:
-    """Apply §4.1 (v1, v1beta2) or §4.2 (v1beta1) to `spec` in place."""
-    devices = spec.get("devices")
-    if not isinstance(devices, dict):
-        return
+def default_claim_spec(spec: Any, version: str) -> None:
+    """Apply §4.1 (v1, v1beta2) or §4.2 (v1beta1) to a claim spec in place."""
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    if isinstance(devices, dict):
+        default_devices(devices, version)
+
+
+def default_devices(devices: dict[str, Any], version: str) -> None:
+    """Default every request, subrequest and parallel option of `devices`, per API version."""
     requests = devices.get("requests")
     # The lists are walked in place (defaulting changes items, never the list), with plain
     # loops: in Python 3.11 each comprehension is a function call of its own.
@@ -24,56 +43,63 @@ def default_claim_spec(spec: dict[str, Any], version: str) -> None:
         if not isinstance(request, dict):
             continue
         if version == "v1beta1":
-            default_flat_request(request)
+            _default_flat_request(request)
         else:
             exactly = request.get("exactly")
-            if isinstance(exactly, dict):  # §4.1: an empty `exactly: {}` is defaulted too
-                default_device_fields(exactly)
+            if isinstance(exactly, dict):  # §4.1: only a non-nil `exactly` (an empty `{}` too)
+                _default_device_fields(exactly)
         subs = request.get("firstAvailable")
         if subs and isinstance(subs, list):
             for sub in subs:
                 if isinstance(sub, dict):
-                    default_device_fields(sub)
-    if "prioritizedRequests" in devices:
-        for option_list in _prioritized_options(devices):
-            for sub in option_list:
-                default_device_fields(sub)
+                    _default_device_fields(sub)
+    if PARALLEL_KEY in devices:
+        # Contract §2: the parallel shape's options default like subrequests.
+        entries = devices[PARALLEL_KEY]
+        for entry in entries if isinstance(entries, list) else ():
+            options = entry.get("options") if isinstance(entry, dict) else None
+            for option in options if isinstance(options, list) else ():
+                if isinstance(option, dict):
+                    _default_device_fields(option)
 
 
-def default_flat_request(request: dict[str, Any]) -> None:
-    """§4.2: request-level allocation defaults only for a flat request with a class."""
-    if request.get("deviceClassName", ""):
-        default_allocation(request)
-    default_tolerations(request)
+def _default_flat_request(request: dict[str, Any]) -> None:
+    """§4.2: allocation defaults only for a flat request with a class; tolerations always."""
+    device_class = request.get("deviceClassName")
+    if isinstance(device_class, str) and device_class:
+        _default_allocation(request)
+    _default_tolerations(request)
 
 
-def default_device_fields(request: dict[str, Any]) -> None:
-    """Both defaults of an exact request or a subrequest."""
-    default_allocation(request)
+def _default_device_fields(request: dict[str, Any]) -> None:
+    """Both defaults of an exact request, a subrequest or a parallel option (§4.1)."""
+    _default_allocation(request)
     if "tolerations" in request:
-        default_tolerations(request)
+        _default_tolerations(request)
 
 
-# Go struct order (§2.1, §2.2): what follows allocationMode and count in a request,
-# an exact request or a subrequest. A default goes in before these, as upstream's JSON
-# prints it, so that a converted file reads `allocationMode`, then `count`.
-_GO_ORDER_AFTER_MODE = ("count", "adminAccess", "firstAvailable", "tolerations", "capacity")
-AFTER_ALLOCATION_MODE = frozenset(_GO_ORDER_AFTER_MODE)
-_AFTER_COUNT = frozenset(_GO_ORDER_AFTER_MODE[1:])
-
-
-def default_allocation(request: dict[str, Any]) -> None:
+def _default_allocation(request: dict[str, Any]) -> None:
     """allocationMode "" → ExactCount, then ExactCount with count 0 → 1 (§4.1)."""
-    if not request.get("allocationMode", ""):
-        _put(request, "allocationMode", EXACT_COUNT, AFTER_ALLOCATION_MODE)
-    if request["allocationMode"] == EXACT_COUNT:
-        default_count(request)
+    mode = request.get("allocationMode")
+    if mode is None or (mode == "" and type(mode) is str):
+        _put(request, "allocationMode", EXACT_COUNT, _AFTER_MODE)
+        mode = EXACT_COUNT
+    if mode == EXACT_COUNT:
+        count = request.get("count")
+        if count is None or (count == 0 and type(count) is int):
+            _put(request, "count", 1, _AFTER_COUNT)
 
 
-def default_count(request: dict[str, Any]) -> None:
-    """The second half of `default_allocation`, for an ExactCount request: count 0 → 1."""
-    if not request.get("count", 0):
-        _put(request, "count", 1, _AFTER_COUNT)
+def _default_tolerations(request: dict[str, Any]) -> None:
+    """Toleration operator "" → Equal (generated defaulter, §4.1/§4.2)."""
+    tolerations = request.get("tolerations")
+    if not tolerations or not isinstance(tolerations, list):
+        return  # the common case: nothing to default
+    for toleration in tolerations:
+        if isinstance(toleration, dict):
+            operator = toleration.get("operator")
+            if operator is None or (operator == "" and type(operator) is str):
+                toleration["operator"] = "Equal"
 
 
 def _put(obj: dict[str, Any], key: str, value: Any, later: frozenset[str]) -> None:
@@ -90,24 +116,3 @@ def _put(obj: dict[str, Any], key: str, value: Any, later: frozenset[str]) -> No
                 obj[moved] = obj.pop(moved)
             return
     obj[key] = value
-
-
-def default_tolerations(request: dict[str, Any]) -> None:
-    """Toleration operator "" → Equal (generated defaulter, §4.1/§4.2)."""
-    tolerations = request.get("tolerations")
-    if not tolerations or not isinstance(tolerations, list):
-        return  # the common case: nothing to default
-    for toleration in _dicts(tolerations):
-        if not toleration.get("operator", ""):
-            toleration["operator"] = "Equal"
-
-
-def _prioritized_options(devices: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    """The parallel shape's options, which default like subrequests."""
-    return [list(_dicts(entry.get("options"))) for entry in _dicts(devices.get("prioritizedRequests"))]
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, list):
-        return []
-    return [item for item in value if isinstance(item, dict)]

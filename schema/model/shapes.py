@@ -15,21 +15,13 @@ from dataclasses import dataclass, field
 from functools import cache, partial
 from typing import Any, Union
 
-from draguard.schema.model.defaults import (
-    AFTER_ALLOCATION_MODE,
-    EXACT_COUNT,
-    default_count,
-    default_device_fields,
-    default_flat_request,
-    default_tolerations,
-)
 from draguard.schema.model.errors import FieldError, malformed, unknown_field
+from draguard.schema.model.fieldmap import PARALLEL_KEY
 from draguard.schema.model.paths import FieldPath, MapKey, Segment
 from draguard.schema.model.releases import API_VERSIONS, GROUP, KINDS, Release
 
 Parts = tuple[Segment, ...]
 
-PARALLEL_KEY = "prioritizedRequests"
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
@@ -230,52 +222,35 @@ _DROP = object()
 Linked = tuple[Any, ...]
 Reader = Callable[[Any, Linked, list[FieldError]], Any]
 
-# The types `read(..., defaulting=True)` defaults: those `default_device_fields` is for,
-# and v1beta1's flat DeviceRequest (`default_flat_request`, §4.2).
-DEFAULTED_TYPES = frozenset({"ExactDeviceRequest", "DeviceSubRequest"})
-FLAT_REQUEST = "DeviceRequest"
-
-_READERS: dict[tuple[int, str, bool], tuple[Node, Reader]] = {}
+_READERS: dict[tuple[int, str], tuple[Node, Reader]] = {}
 _READERS_MAX = 512  # nodes are few and cached (document_node); a bound for callers' own
 
 
-def read(
-    value: Any, node: Node, path: FieldPath, api_version: str, *, defaulting: bool = False
-) -> Reading:
-    """Check `value` against `node`; return the clean copy and Unknown/Malformed findings.
-
-    With `defaulting`, every request read is also defaulted as `defaults.default_claim_spec`
-    does (§4.1, §4.2: exact requests, subrequests and v1beta1's flat requests), which
-    is all of it: a missing allocationMode is then written at its place while the copy
-    is built, instead of moving the keys after it later.
-    """
+def read(value: Any, node: Node, path: FieldPath, api_version: str) -> Reading:
+    """Check `value` against `node`; return the clean copy and Unknown/Malformed findings."""
     findings: list[FieldError] = []
-    clean = _reader(node, api_version, defaulting)(value, (path.parts,), findings)
+    clean = _reader(node, api_version)(value, (path.parts,), findings)
     return Reading(None if clean is _DROP else clean, findings)
 
 
-def _reader(node: Node, api_version: str, defaulting: bool) -> Reader:
+def _reader(node: Node, api_version: str) -> Reader:
     """The compiled reader of `node`; the entry keeps the node alive so its id stays its own."""
-    key = (id(node), api_version, defaulting)
+    key = (id(node), api_version)
     entry = _READERS.get(key)
     if entry is None:
         if len(_READERS) >= _READERS_MAX:
             _READERS.clear()
-        entry = _READERS[key] = (node, _compile(node, api_version, defaulting))
+        entry = _READERS[key] = (node, _compile(node, api_version))
     return entry[1]
 
 
-def _compile(node: Node, api_version: str, defaulting: bool = False) -> Reader:
+def _compile(node: Node, api_version: str) -> Reader:
     if isinstance(node, Obj):
-        if defaulting and node.type_name in DEFAULTED_TYPES:
-            return _defaulting_reader(node, api_version, flat=False)
-        if defaulting and node.type_name == FLAT_REQUEST and "deviceClassName" in node.fields:
-            return _defaulting_reader(node, api_version, flat=True)
-        return _object_reader(node, api_version, defaulting)
+        return _object_reader(node, api_version)
     if isinstance(node, ListOf):
-        return _list_reader(_compile(node.item, api_version, defaulting))
+        return _list_reader(_compile(node.item, api_version))
     if isinstance(node, MapOf):
-        return _map_reader(_compile(node.value, api_version, defaulting))
+        return _map_reader(_compile(node.value, api_version))
     if node.kind == "string":
         return _read_string
     if node.kind in ("any", "raw"):
@@ -285,8 +260,8 @@ def _compile(node: Node, api_version: str, defaulting: bool = False) -> Reader:
     return partial(_read_scalar, node=node)
 
 
-def _object_reader(node: Obj, api_version: str, defaulting: bool = False) -> Reader:
-    plan = {name: _compile(child, api_version, defaulting) for name, child in node.fields.items()}
+def _object_reader(node: Obj, api_version: str) -> Reader:
+    plan = {name: _compile(child, api_version) for name, child in node.fields.items()}
     # JSON null counts as absent, except for a RawExtension, which keeps it.
     keeps_null = frozenset(name for name, child in node.fields.items() if child is RAW)
     unknown = f"{api_version} {node.type_name} has no such field"
@@ -325,77 +300,6 @@ def _object_reader(node: Obj, api_version: str, defaulting: bool = False) -> Rea
         return result
 
     return read_object
-
-
-def _defaulting_reader(node: Obj, api_version: str, *, flat: bool) -> Reader:
-    """`_object_reader` plus `default_device_fields` (`flat`: `default_flat_request`) on the copy.
-
-    When the allocation default applies and the input has no allocationMode (the
-    common case), ExactCount is written just before the first copied field that Go
-    orders after it, which is where `default_allocation` would move it to; otherwise
-    the copy is defaulted afterwards.
-    """
-    plain = _object_reader(node, api_version, defaulting=True)
-    finish = default_flat_request if flat else default_device_fields
-    if node.open or any(child is RAW for child in node.fields.values()):
-        return _defaulted_after(plain, finish)  # not the request types as they are
-    plan = {name: _compile(child, api_version, True) for name, child in node.fields.items()}
-    unknown = f"{api_version} {node.type_name} has no such field"
-
-    def read_request(value: Any, path: Linked, out: list[FieldError]) -> Any:
-        if (
-            not isinstance(value, dict)
-            or "allocationMode" in value
-            # A flat request is allocation-defaulted only with a class (a non-empty string).
-            or (flat and not _non_empty_string(value.get("deviceClassName")))
-        ):
-            clean = plain(value, path, out)
-            if clean is not _DROP:
-                finish(clean)
-            return clean
-        result: dict[Any, Any] = {}
-        pending = True  # allocationMode not yet written
-        for key, item in value.items():
-            step = plan.get(key)
-            if step is None:
-                out.append(unknown_field(_flat((path, str(key))), unknown))
-                continue
-            if item is None:
-                continue  # no field of these types keeps a null
-            if (step is _read_string and isinstance(item, str)) or (
-                step is _read_integer and type(item) is int and INT64_MIN <= item <= INT64_MAX
-            ):
-                clean = item
-            else:
-                clean = step(item, (path, key), out)
-                if clean is _DROP:
-                    continue
-            if pending and key in AFTER_ALLOCATION_MODE:
-                result["allocationMode"] = EXACT_COUNT
-                pending = False
-            result[key] = clean
-        if pending:
-            result["allocationMode"] = EXACT_COUNT
-        default_count(result)
-        if "tolerations" in result:
-            default_tolerations(result)
-        return result
-
-    return read_request
-
-
-def _defaulted_after(reader: Reader, finish: Callable[[dict[str, Any]], None]) -> Reader:
-    def read_request(value: Any, path: Linked, out: list[FieldError]) -> Any:
-        clean = reader(value, path, out)
-        if clean is not _DROP:
-            finish(clean)
-        return clean
-
-    return read_request
-
-
-def _non_empty_string(value: Any) -> bool:
-    return isinstance(value, str) and value != ""
 
 
 def _list_reader(item_reader: Reader) -> Reader:

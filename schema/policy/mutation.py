@@ -23,12 +23,12 @@ from typing import Any
 import jsonpatch
 
 from draguard.schema.advice.codes import Advice, ignored_codes
+from draguard.schema.model.defaults import default_devices
 from draguard.schema.model.errors import ErrorType, FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import REQUESTS_MAX
 from draguard.schema.policy.catalog import expand_requests
 from draguard.schema.policy.claimspec import locate
-from draguard.schema.policy.defaulting import apply_defaults
 from draguard.schema.policy.limits import forbidden_classes, trim_alternatives
 from draguard.schema.policy.model import Policy
 from draguard.schema.policy.references import rewrite_parent_references
@@ -79,7 +79,7 @@ def apply_policy(obj: Any, policy: Policy) -> Applied:
     if policy.config_names_parent == "rewrite":
         rewrite_parent_references(devices, site=site, warn=warnings.append)
     if policy.defaults:
-        apply_defaults(devices, site=site)
+        default_devices(devices, site.version)
     errors = tuple(forbidden_classes(devices, site=site, limits=policy.limits))
     ignored = ignored_codes(obj.get("metadata"))
     return Applied(mutated, errors, _heard(warnings, ignored), _heard(notes, ignored))
