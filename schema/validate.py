@@ -45,11 +45,11 @@ from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import KINDS, REQUESTS_MAX, Release
 from draguard.schema.model.shapes import (
+    OBJECT_META,
     DocumentType,
     Obj,
     document_node,
     identify,
-    plain_metadata,
     read,
 )
 from draguard.schema.rules.metadata import validate_object_meta, validate_template_meta
@@ -306,14 +306,11 @@ def _from_memo(
     obj: dict[str, Any], doc_type: DocumentType, options: Options, remembered: _Remembered
 ) -> Verdict | None:
     """A verdict from the memo plus fresh metadata checks; None when metadata needs the full path."""
-    raw = obj.get("metadata", {})
-    meta = plain_metadata(raw)
-    if meta is None:
-        node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
-        reading = read(raw, node.fields["metadata"], _METADATA, doc_type.api_version)
-        if reading.findings or not isinstance(reading.value, dict):
-            return None
-        meta = reading.value
+    # Every kind, version and shape has this metadata node (tests/schema/test_memo.py).
+    reading = read(obj.get("metadata", {}), OBJECT_META, _METADATA, doc_type.api_version)
+    if reading.findings or not isinstance(reading.value, dict):
+        return None
+    meta = reading.value
     if options.default_namespace and not meta.get("namespace"):
         meta["namespace"] = options.default_namespace
     prepared = remembered.prepared

@@ -79,42 +79,6 @@ OBJECT_META = Obj(
     },
 )
 
-# ObjectMeta's fields that reading keeps as they are when they hold exactly these types:
-# a string, or a map of strings to strings (see `plain_metadata`).
-_PLAIN_META: dict[str, bool] = {
-    name: child is STRING  # True: a string; False: a map of strings
-    for name, child in OBJECT_META.fields.items()
-    if child is STRING or (isinstance(child, MapOf) and child.value is STRING)
-}
-
-
-def plain_metadata(value: Any) -> dict[str, Any] | None:
-    """What `read(value, OBJECT_META, …)` gives, when it finds nothing; else None.
-
-    For metadata of only string fields, labels and annotations (claims' metadata at
-    admission nearly always): one pass of type checks and a copy, where the reader goes
-    through its per-field steps. Anything else (other fields, nulls, other types) is
-    None, and the caller reads it the full way.
-    """
-    if type(value) is not dict:
-        return None
-    copy: dict[str, Any] = {}
-    for key, item in value.items():
-        is_string = _PLAIN_META.get(key)
-        if is_string is None:
-            return None
-        if is_string:
-            if type(item) is not str:
-                return None
-        elif type(item) is not dict or not all(
-                type(k) is str and type(v) is str for k, v in item.items()):
-            return None
-        else:
-            item = dict(item)
-        copy[key] = item
-    return copy
-
-
 SELECTOR = Obj("DeviceSelector", {"cel": Obj("CELDeviceSelector", {"expression": STRING})})
 TOLERATION = Obj(
     "DeviceToleration",

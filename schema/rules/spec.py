@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 from draguard.schema.cel.check import check_selector, selector_passes
@@ -174,13 +174,8 @@ class Rules:
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
-    # A valid value is recognised inline (a predicate, no path); the `check_*` function
-    # that builds the path and the messages runs only for a value that fails.
-
     def check_request(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
-        name = request.get("name", "")
-        if not formats.is_dns1123_label(name):
-            check_request_name(name, path, out)
+        check_request_name(request.get("name", ""), path, out)
         subrequests = _items(request.get("firstAvailable"))
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
@@ -201,57 +196,28 @@ class Rules:
 
     def check_exact(self, exact: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        device_class = exact.get("deviceClassName", "")
-        if not (device_class and formats.is_dns1123_subdomain(device_class)):
-            check_device_class(device_class, path, out)
+        check_device_class(exact.get("deviceClassName", ""), path, out)
         self.check_device_fields(exact, path, out)
 
     def check_subrequest(self, sub: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 10."""
-        name = sub.get("name", "")
-        if not formats.is_dns1123_label(name):
-            check_request_name(name, path, out)
-        device_class = sub.get("deviceClassName", "")
-        if not (device_class and formats.is_dns1123_subdomain(device_class)):
-            check_device_class(device_class, path, out)
+        check_request_name(sub.get("name", ""), path, out)
+        check_device_class(sub.get("deviceClassName", ""), path, out)
         self.check_device_fields(sub, path, out)
 
     def check_device_fields(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
         """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
         selectors = request.get("selectors")
-        if selectors and isinstance(selectors, list) and not self.selectors_pass(selectors):
+        if selectors and isinstance(selectors, list):
             self.check_list(
                 selectors, SELECTORS_MAX, self.check_selector, (*path, "selectors"), out
             )
-        mode, count = request.get("allocationMode", ""), request.get("count", 0)
-        if not ((mode == "ExactCount" and count > 0) or (mode == "All" and count == 0)):
-            check_allocation(mode, count, path, out)
+        check_allocation(request.get("allocationMode", ""), request.get("count", 0), path, out)
         tolerations = request.get("tolerations")
         if tolerations and isinstance(tolerations, list):
             for t, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict):
                     self.check_toleration(toleration, (*path, "tolerations", t), out)
-
-    def selectors_pass(self, selectors: list[Any]) -> bool:
-        """True when `check_list` over these selectors would find nothing."""
-        if len(selectors) > SELECTORS_MAX:
-            return False
-        passing = self._passing
-        for selector in selectors:
-            if not isinstance(selector, dict):
-                continue  # malformed: reported while reading, skipped by the rules
-            cel = selector.get("cel")
-            if not isinstance(cel, dict):
-                return False
-            expression = cel.get("expression", "")
-            if expression in passing:
-                continue
-            if not selector_passes(expression, release=self.release):
-                return False
-            if len(passing) >= PASSING_CACHE_SIZE:
-                passing.clear()
-            passing.add(expression)
-        return True
 
     def check_selector(self, selector: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
@@ -260,9 +226,16 @@ class Rules:
             out.append(required(FieldPath((*path, "cel"))))
             return
         expression = cel.get("expression", "")
-        if not selector_passes(expression, release=self.release):
-            at = FieldPath((*path, "cel", "expression"))
-            out.extend(check_selector(expression, at, release=self.release))
+        passing = self._passing
+        if expression in passing:
+            return
+        if selector_passes(expression, release=self.release):
+            if len(passing) >= PASSING_CACHE_SIZE:
+                passing.clear()
+            passing.add(expression)
+            return
+        at = FieldPath((*path, "cel", "expression"))
+        out.extend(check_selector(expression, at, release=self.release))
 
     def check_toleration(self, toleration: dict[str, Any], path: Parts, out: Errors) -> None:
         """Rule 16 (an empty key is allowed with any operator; tolerationSeconds unchecked)."""
@@ -299,7 +272,7 @@ class Rules:
             return
         for i, ref in enumerate(refs):
             # A non-string is a malformed item, already reported while reading.
-            if isinstance(ref, str) and not reference_passes(ref, names):
+            if isinstance(ref, str):
                 check_reference(ref, (*path, i), names, out)
         seen: set[str] = set()
         for i, ref in enumerate(refs):
@@ -318,9 +291,7 @@ class Rules:
         # Rule 18: with both set, distinctAttribute is ignored.
         field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
         if field in constraint:
-            attribute = constraint[field]
-            if not attribute_name_passes(attribute):
-                self.check_qualified_name(attribute, (*path, field), out)
+            self.check_qualified_name(constraint[field], (*path, field), out)
         elif self.release.consumable_capacity:
             out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
@@ -365,21 +336,6 @@ class Rules:
                 check_c_identifier(ident, path, out)
         elif self.release.rejects_extra_slashes:
             out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
-
-
-@lru_cache(maxsize=formats.PREDICATE_CACHE_SIZE)
-def attribute_name_passes(name: str) -> bool:
-    """True when `check_qualified_name` finds nothing in any release: `domain/identifier`
-    with a valid driver-name domain and C identifier (the few attribute names repeat)."""
-    domain, slash, ident = name.partition("/")
-    return (
-        bool(slash)
-        and "/" not in ident
-        and 0 < len(domain) <= DRIVER_NAME_MAX
-        and formats.is_dns1123_subdomain(domain.lower())
-        and 0 < len(ident) <= C_IDENTIFIER_MAX
-        and formats.c_identifier_matches(ident)
-    )
 
 
 def _empty_part(path: Parts, detail: str, *, new: bool) -> FieldError:
@@ -455,21 +411,6 @@ def check_parameters(opaque: dict[str, Any], path: Parts, out: Errors) -> None:
         return
     if not isinstance(params, dict):
         out.append(invalid(FieldPath(path), "<value omitted>", "must be a valid JSON object"))
-
-
-def reference_passes(ref: str, names: RequestNames) -> bool:
-    """True when `check_reference` finds nothing: a resolving `request[/subrequest]`.
-
-    Every name in `names` came from the claim; a reference that resolves must still be
-    made of DNS labels, since the claim's own names may be invalid.
-    """
-    request, slash, sub = ref.partition("/")
-    if request not in names or not formats.is_dns1123_label(request):
-        return False
-    if not slash:
-        return True
-    subs = names[request]
-    return subs is not None and sub in subs and formats.is_dns1123_label(sub)
 
 
 def check_reference(ref: str, path: Parts, names: RequestNames, out: Errors) -> None:

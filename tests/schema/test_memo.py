@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.model.options import Options
-from draguard.schema.model.releases import release
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import API_VERSIONS, KINDS, RELEASES, release
+from draguard.schema.model.shapes import OBJECT_META, document_node, read
 from draguard.schema.validate import validate_object
 
 SPEC = {
@@ -172,3 +174,23 @@ def test_equal_specs_share_the_entry_however_their_objects_are_shared() -> None:
         validate_object(obj, options=MEMO)
     assert len(_MEMO._entries) == 1
     assert kept.errors == ()
+
+
+def test_every_document_shape_reads_metadata_as_object_meta() -> None:
+    """A remembered spec's metadata is read as OBJECT_META: claims, templates, every shape."""
+    for known in RELEASES.values():
+        for kind in KINDS:
+            for version in API_VERSIONS:
+                for parallel in (False, True):
+                    node = document_node(kind, version, known, parallel)
+                    assert node.fields["metadata"] is OBJECT_META
+
+
+def test_reading_metadata_copies_labels_and_annotations() -> None:
+    """The memo adds a namespace to the metadata it reads: the caller's maps stay untouched."""
+    meta = {"name": "c", "labels": {"a": "b"}, "annotations": {"k": "v"}}
+    reading = read(meta, OBJECT_META, FieldPath.root("metadata"), "resource.k8s.io/v1")
+    assert reading.findings == [] and reading.value == meta
+    assert reading.value is not meta
+    assert reading.value["labels"] is not meta["labels"]
+    assert reading.value["annotations"] is not meta["annotations"]
