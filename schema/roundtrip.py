@@ -15,7 +15,7 @@ from typing import Any
 
 from draguard.schema.convert import Conversion, convert_document
 from draguard.schema.model.defaults import default_claim_spec
-from draguard.schema.model.diff import Change, diff
+from draguard.schema.model.diff import Change, diff, without_empties
 from draguard.schema.model.fieldmap import ORDER_ANNOTATION
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.shapes import identify
@@ -86,7 +86,7 @@ def meaning(obj: dict[str, Any], options: Options = DEFAULT_OPTIONS) -> dict[str
         meta["annotations"] = annotations
     out = {**document, "metadata": meta}
     out.pop("apiVersion", None)
-    result: dict[str, Any] = _without_empties(out)
+    result: dict[str, Any] = without_empties(out)
     return result
 
 
@@ -113,11 +113,3 @@ def _drop_go_zero_values(value: Any) -> None:
             elif key not in _DATA_FIELDS:
                 _drop_go_zero_values(value[key])
 
-
-def _without_empties(value: Any) -> Any:
-    if isinstance(value, dict):
-        items = {k: _without_empties(v) for k, v in value.items()}
-        return {k: v for k, v in items.items() if v not in (None, [], {})}
-    if isinstance(value, list):
-        return [_without_empties(v) for v in value]
-    return value

@@ -23,6 +23,7 @@ from draguard.schema.advice.claims import (
     ignored_codes,
 )
 from draguard.schema.model.defaults import default_claim_spec
+from draguard.schema.model.diff import without_empties
 from draguard.schema.model.errors import (
     ErrorType,
     FieldError,
@@ -454,7 +455,7 @@ def validate_update(old: Any, new: Any, *, options: Options = DEFAULT_OPTIONS) -
         old_prepared.document["metadata"], prepared.document["metadata"], meta_path
     )
     old_spec, new_spec = _comparable_spec(old_prepared), _comparable_spec(prepared)
-    if _semantic(old_spec) != _semantic(new_spec):
+    if without_empties(old_spec) != without_empties(new_spec):
         errors.append(
             invalid(FieldPath.root("spec"), _go_field_names(new_spec), "field is immutable")
         )
@@ -476,16 +477,6 @@ def _comparable_spec(prepared: Prepared) -> dict[str, Any]:
     """The whole `spec` in the hub shape (for templates including `spec.metadata`)."""
     spec = prepared.document.get("spec", {})
     return spec if isinstance(spec, dict) else {}
-
-
-def _semantic(value: Any) -> Any:
-    """Semantic deep-equality form: nil and empty lists/maps are equal (§3.6)."""
-    if isinstance(value, dict):
-        out = {k: _semantic(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, [], {})}
-    if isinstance(value, list):
-        return [_semantic(v) for v in value]
-    return value
 
 
 def _go_field_names(value: Any) -> Any:

@@ -54,3 +54,17 @@ def diff(old: Any, new: Any, path: FieldPath = _ROOT) -> Iterator[Change]:
                 yield from diff(old[i], new[i], path.index(i))
     elif type(old) is not type(new) or old != new:
         yield Change("changed", path, old=old, new=new)
+
+
+def without_empties(value: Any) -> Any:
+    """Semantic deep-equality form: nil and empty lists/maps are equal (§3.6).
+
+    A copy with every null, empty list and empty map dropped from mappings, at any depth:
+    what Go's `apiequality.Semantic.DeepEqual` treats as unset.
+    """
+    if isinstance(value, dict):
+        items = {k: without_empties(v) for k, v in value.items()}
+        return {k: v for k, v in items.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [without_empties(v) for v in value]
+    return value

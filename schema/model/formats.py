@@ -91,12 +91,8 @@ def dns1123_label_messages(value: str) -> list[str]:
 
 
 def dns1123_subdomain_messages(value: str) -> list[str]:
-    msgs: list[str] = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        msgs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _SUBDOMAIN_RE.fullmatch(value):
-        msgs.append(DNS1123_SUBDOMAIN_MSG)
-    return msgs
+    """`IsDNS1123Subdomain`."""
+    return _length_and_pattern(value, DNS1123_SUBDOMAIN_MAX, _SUBDOMAIN_RE, DNS1123_SUBDOMAIN_MSG)
 
 
 def qualified_name_messages(value: str) -> list[str]:
@@ -127,11 +123,17 @@ def qualified_name_messages(value: str) -> list[str]:
 
 
 def label_value_messages(value: str) -> list[str]:
+    """`IsValidLabelValue`."""
+    return _length_and_pattern(value, LABEL_VALUE_MAX, _LABEL_VALUE_RE, LABEL_VALUE_MSG)
+
+
+def _length_and_pattern(value: str, max_len: int, pattern: re.Pattern[str], msg: str) -> list[str]:
+    """The length message, then the pattern's, as apimachinery's simple `Is…` helpers list them."""
     msgs: list[str] = []
-    if len(value) > LABEL_VALUE_MAX:
-        msgs.append(max_len_error(LABEL_VALUE_MAX))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        msgs.append(LABEL_VALUE_MSG)
+    if len(value) > max_len:
+        msgs.append(max_len_error(max_len))
+    if not pattern.fullmatch(value):
+        msgs.append(msg)
     return msgs
 
 

@@ -97,19 +97,30 @@ class Rules:
 
     # -- list helpers ------------------------------------------------------------------
 
-    def check_list(
-        self, items: Items, max_items: int, check: Check, path: Parts, out: Errors
+    def check_size(
+        self, items: Sequence[Any], max_items: int, path: Parts, out: Errors,
+        check_items: Callable[[], None],
     ) -> None:
-        """`validateSlice`: TooMany short-circuits in 1.35+, else is appended after the items."""
+        """`validateSlice`'s limit: TooMany short-circuits the items in 1.35+, else follows them."""
         over = len(items) > max_items
         if over and self._short_circuit:
             out.append(too_many(FieldPath(path), len(items), max_items))
             return
-        for i, item in enumerate(items):
-            if isinstance(item, dict):  # else malformed, already reported while reading
-                check(item, (*path, i), out)
+        check_items()
         if over:
             out.append(too_many(FieldPath(path), len(items), max_items))
+
+    def check_list(
+        self, items: Items, max_items: int, check: Check, path: Parts, out: Errors
+    ) -> None:
+        """`validateSlice`: every item that is a mapping, within the limit."""
+
+        def check_items() -> None:
+            for i, item in enumerate(items):
+                if isinstance(item, dict):  # else malformed, already reported while reading
+                    check(item, (*path, i), out)
+
+        self.check_size(items, max_items, path, out, check_items)
 
     def check_named_set(
         self,
@@ -124,24 +135,22 @@ class Rules:
         Duplicates follow all item errors; their path is the list index since 1.35
         (before: `[i].name`, rule 4 version note).
         """
-        over = len(items) > max_items
-        if over and self._short_circuit:
-            out.append(too_many(FieldPath(path), len(items), max_items))
-            return
-        seen: set[Any] = set()
-        repeated: list[tuple[int, Any]] = []
-        for i, item in enumerate(items):
-            if isinstance(item, dict):  # else malformed, already reported while reading
-                check(item, (*path, i), out)
-                name = item.get("name", "")
-                if name in seen:
-                    repeated.append((i, name))
-                seen.add(name)
-        for i, name in repeated:  # after every item's own errors
-            at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
-            out.append(duplicate(FieldPath(at), name))
-        if over:
-            out.append(too_many(FieldPath(path), len(items), max_items))
+
+        def check_items() -> None:
+            seen: set[Any] = set()
+            repeated: list[tuple[int, Any]] = []
+            for i, item in enumerate(items):
+                if isinstance(item, dict):  # else malformed, already reported while reading
+                    check(item, (*path, i), out)
+                    name = item.get("name", "")
+                    if name in seen:
+                        repeated.append((i, name))
+                    seen.add(name)
+            for i, name in repeated:  # after every item's own errors
+                at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
+                out.append(duplicate(FieldPath(at), name))
+
+        self.check_size(items, max_items, path, out, check_items)
 
     # -- claim spec ----------------------------------------------------------------------
 
@@ -266,23 +275,19 @@ class Rules:
         self, refs: list[Any], path: Parts, names: RequestNames, out: Errors
     ) -> None:
         """`validateSet` over request references (rule 17): items, then duplicates."""
-        over = len(refs) > REQUESTS_MAX
-        if over and self._short_circuit:
-            out.append(too_many(FieldPath(path), len(refs), REQUESTS_MAX))
-            return
-        for i, ref in enumerate(refs):
+
+        def check_items() -> None:
+            strings = [(i, ref) for i, ref in enumerate(refs) if isinstance(ref, str)]
             # A non-string is a malformed item, already reported while reading.
-            if isinstance(ref, str):
+            for i, ref in strings:
                 check_reference(ref, (*path, i), names, out)
-        seen: set[str] = set()
-        for i, ref in enumerate(refs):
-            if not isinstance(ref, str):
-                continue
-            if ref in seen:
-                out.append(duplicate(FieldPath((*path, i)), ref))
-            seen.add(ref)
-        if over:
-            out.append(too_many(FieldPath(path), len(refs), REQUESTS_MAX))
+            seen: set[str] = set()
+            for i, ref in strings:
+                if ref in seen:
+                    out.append(duplicate(FieldPath((*path, i)), ref))
+                seen.add(ref)
+
+        self.check_size(refs, REQUESTS_MAX, path, out, check_items)
 
     def check_constraint(
         self, constraint: dict[str, Any], path: Parts, names: RequestNames, out: Errors
