@@ -12,9 +12,6 @@ class MapKey(str):
 
 
 Segment = str | int
-# A path as a plain tuple: what the hot loops (reading, the rules) hand down, because a
-# tuple costs a fraction of a FieldPath; a FieldPath is made of it only for a finding.
-Parts = tuple[Segment, ...]
 
 
 class FieldPath:
@@ -78,11 +75,11 @@ class FieldPath:
 # The text of paths printed so far. Findings come back at the same few paths document
 # after document (lint), and building the text costs three times this lookup. Keyed by
 # the segments' types too: `MapKey("a")` equals "a" but prints as `[a]`.
-_TEXTS: dict[tuple[Parts, tuple[type, ...]], str] = {}
+_TEXTS: dict[tuple[tuple[Segment, ...], tuple[type, ...]], str] = {}
 _TEXTS_MAX = 4096
 
 
-def _render(parts: Parts) -> str:
+def _render(parts: tuple[Segment, ...]) -> str:
     out: list[str] = []
     for part in parts:
         if isinstance(part, int | MapKey):

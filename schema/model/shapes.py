@@ -20,9 +20,6 @@ from draguard.schema.model.fieldmap import PARALLEL_KEY
 from draguard.schema.model.paths import FieldPath, MapKey, Segment
 from draguard.schema.model.releases import API_VERSIONS, GROUP, KINDS, Release
 
-Parts = tuple[Segment, ...]
-
-
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _QUANTITY_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?")
 
@@ -183,10 +180,10 @@ _DROP = object()
 # Inside the reader a path is linked: `(parent, segment)`, down to a root `(parts,)`
 # holding the flat parts `read` was given. A child is then a pair whatever its depth,
 # where a flat tuple copies every segment above it; `_flat` undoes it for a finding.
-Linked = tuple[Any, ...]
-Reader = Callable[[Any, Linked, list[FieldError]], Any]
+_Linked = tuple[Any, ...]
+_Reader = Callable[[Any, _Linked, list[FieldError]], Any]
 
-_READERS: dict[tuple[int, str], tuple[Node, Reader]] = {}
+_READERS: dict[tuple[int, str], tuple[Node, _Reader]] = {}
 _READERS_MAX = 512  # nodes are few and cached (document_node); a bound for callers' own
 
 
@@ -197,7 +194,7 @@ def read(value: Any, node: Node, path: FieldPath, api_version: str) -> Reading:
     return Reading(None if clean is _DROP else clean, findings)
 
 
-def _reader(node: Node, api_version: str) -> Reader:
+def _reader(node: Node, api_version: str) -> _Reader:
     """The compiled reader of `node`; the entry keeps the node alive so its id stays its own."""
     key = (id(node), api_version)
     entry = _READERS.get(key)
@@ -208,7 +205,7 @@ def _reader(node: Node, api_version: str) -> Reader:
     return entry[1]
 
 
-def _compile(node: Node, api_version: str) -> Reader:
+def _compile(node: Node, api_version: str) -> _Reader:
     if isinstance(node, Obj):
         return _object_reader(node, api_version)
     if isinstance(node, ListOf):
@@ -224,14 +221,14 @@ def _compile(node: Node, api_version: str) -> Reader:
     return partial(_read_scalar, node=node)
 
 
-def _object_reader(node: Obj, api_version: str) -> Reader:
+def _object_reader(node: Obj, api_version: str) -> _Reader:
     plan = {name: _compile(child, api_version) for name, child in node.fields.items()}
     # JSON null counts as absent, except for a RawExtension, which keeps it.
     keeps_null = frozenset(name for name, child in node.fields.items() if child is RAW)
     unknown = f"{api_version} {node.type_name} has no such field"
     is_open = node.open
 
-    def read_object(value: Any, path: Linked, out: list[FieldError]) -> Any:
+    def read_object(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
             out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
             return _DROP
@@ -266,10 +263,10 @@ def _object_reader(node: Obj, api_version: str) -> Reader:
     return read_object
 
 
-def _list_reader(item_reader: Reader) -> Reader:
+def _list_reader(item_reader: _Reader) -> _Reader:
     strings = item_reader is _read_string
 
-    def read_list(value: Any, path: Linked, out: list[FieldError]) -> Any:
+    def read_list(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, list):
             out.append(malformed(_flat(path), f"expected array, got {json_type(value)}"))
             return _DROP
@@ -286,10 +283,10 @@ def _list_reader(item_reader: Reader) -> Reader:
     return read_list
 
 
-def _map_reader(value_reader: Reader) -> Reader:
+def _map_reader(value_reader: _Reader) -> _Reader:
     strings = value_reader is _read_string
 
-    def read_map(value: Any, path: Linked, out: list[FieldError]) -> Any:
+    def read_map(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
             out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
             return _DROP
@@ -307,7 +304,7 @@ def _map_reader(value_reader: Reader) -> Reader:
     return read_map
 
 
-def _flat(path: Linked) -> FieldPath:
+def _flat(path: _Linked) -> FieldPath:
     """The FieldPath of a linked path (only for a finding, so rarely)."""
     segments: list[Segment] = []
     while len(path) == 2:
@@ -317,22 +314,22 @@ def _flat(path: Linked) -> FieldPath:
     return FieldPath((*path[0], *segments))
 
 
-def _read_string(value: Any, path: Linked, out: list[FieldError]) -> Any:
+def _read_string(value: Any, path: _Linked, out: list[FieldError]) -> Any:
     if isinstance(value, str):
         return value
     out.append(malformed(_flat(path), f"expected string, got {json_type(value)}"))
     return _DROP
 
 
-def _read_any(value: Any, path: Linked, out: list[FieldError]) -> Any:
+def _read_any(value: Any, path: _Linked, out: list[FieldError]) -> Any:
     return value
 
 
-def _read_integer(value: Any, path: Linked, out: list[FieldError]) -> Any:
+def _read_integer(value: Any, path: _Linked, out: list[FieldError]) -> Any:
     return _read_scalar(value, path, out, node=INTEGER)
 
 
-def _read_scalar(value: Any, path: Linked, out: list[FieldError], *, node: Scalar) -> Any:
+def _read_scalar(value: Any, path: _Linked, out: list[FieldError], *, node: Scalar) -> Any:
     kind = node.kind
     if kind in ("any", "raw"):
         return value

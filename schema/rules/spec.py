@@ -1,15 +1,15 @@
 """The claim-spec rules of the apiserver (`upstream-rules.md` §3.3), on the hub shape.
 
-One `check_*` function per API type; each caller hands its child path down, so every
+One `_check_*` method per API type; each caller hands its child path down, so every
 error is complete when made (the apimachinery model). Input is the clean, defaulted,
 converted and gate-dropped internal spec: types are already right, so rules only
 check values. The order of errors is upstream's (§3.4).
 
 This is the hot path of `draguard lint` and the webhook, so it is written for speed:
-paths are plain tuples (`Parts`), turned into a `FieldPath` only when an error is
-made; findings are appended to one list rather than yielded through nested
-generators; and a value is first tested with a cheap predicate, so the path of a
-field and the messages of a format are built only for a value that fails.
+inside this module a path is a plain tuple (`_Parts`), turned into a `FieldPath` only
+when an error is made; findings are appended to one list rather than yielded through
+nested generators. The tuples never leave the module: its entry point,
+`Rules.validate_claim_spec`, takes a `FieldPath`, and every error holds one.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from draguard.schema.model.errors import (
     too_long,
     too_many,
 )
-from draguard.schema.model.paths import FieldPath, Parts
+from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import (
     C_IDENTIFIER_MAX,
     CONFIG_MAX,
@@ -58,8 +58,12 @@ PASSING_CACHE_SIZE = 4096
 ALLOCATION_MODES = ("All", "ExactCount")
 OPERATORS = ("Equal", "Exists")
 
+__all__ = ["BAD_REFERENCE", "NO_ATTRIBUTE", "ONE_OF_MULTIPLE", "ONE_OF_REQUIRED", "Rules", "rules_for"]
+
+# A path inside this module only (see the module docstring).
+_Parts = tuple[Segment, ...]
 Errors = list[FieldError]
-Check = Callable[[dict[str, Any], Parts, Errors], None]
+Check = Callable[[dict[str, Any], _Parts, Errors], None]
 # name → None (exact request) or the set of its subrequest names (rule 19).
 RequestNames = dict[str, frozenset[str] | None]
 # The items of a list field; those that are not mappings are skipped (see `_items`).
@@ -92,13 +96,13 @@ class Rules:
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
         """Every finding for one claim spec at `path`, in upstream's order."""
         out: Errors = []
-        self.check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
+        self._check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
         return out
 
     # -- list helpers ------------------------------------------------------------------
 
-    def check_size(
-        self, items: Sequence[Any], max_items: int, path: Parts, out: Errors,
+    def _check_size(
+        self, items: Sequence[Any], max_items: int, path: _Parts, out: Errors,
         check_items: Callable[[], None],
     ) -> None:
         """`validateSlice`'s limit: TooMany short-circuits the items in 1.35+, else follows them."""
@@ -110,8 +114,8 @@ class Rules:
         if over:
             out.append(too_many(FieldPath(path), len(items), max_items))
 
-    def check_list(
-        self, items: Items, max_items: int, check: Check, path: Parts, out: Errors
+    def _check_list(
+        self, items: Items, max_items: int, check: Check, path: _Parts, out: Errors
     ) -> None:
         """`validateSlice`: every item that is a mapping, within the limit."""
 
@@ -120,14 +124,14 @@ class Rules:
                 if isinstance(item, dict):  # else malformed, already reported while reading
                     check(item, (*path, i), out)
 
-        self.check_size(items, max_items, path, out, check_items)
+        self._check_size(items, max_items, path, out, check_items)
 
-    def check_named_set(
+    def _check_named_set(
         self,
         items: Items,
         max_items: int,
         check: Check,
-        path: Parts,
+        path: _Parts,
         out: Errors,
     ) -> None:
         """`validateSet` keyed by `name`: a list plus a Duplicate per repeated name (rules 4, 9).
@@ -150,41 +154,41 @@ class Rules:
                 at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
                 out.append(duplicate(FieldPath(at), name))
 
-        self.check_size(items, max_items, path, out, check_items)
+        self._check_size(items, max_items, path, out, check_items)
 
     # -- claim spec ----------------------------------------------------------------------
 
-    def check_device_claim(self, devices: dict[str, Any], path: Parts, out: Errors) -> None:
+    def _check_device_claim(self, devices: dict[str, Any], path: _Parts, out: Errors) -> None:
         requests = _items(devices.get("requests"))
-        self.check_named_set(
-            requests, REQUESTS_MAX, self.check_request, (*path, "requests"), out
+        self._check_named_set(
+            requests, REQUESTS_MAX, self._check_request, (*path, "requests"), out
         )
         constraints = _items(devices.get("constraints"))
         configs = _items(devices.get("config"))
         if not constraints and not configs:
             return  # nothing refers to the requests: no lookup table to build
-        names = gather_request_names(requests)
+        names = _gather_request_names(requests)
         if constraints:
-            self.check_list(
+            self._check_list(
                 constraints,
                 CONSTRAINTS_MAX,
-                lambda c, p, o: self.check_constraint(c, p, names, o),
+                lambda c, p, o: self._check_constraint(c, p, names, o),
                 (*path, "constraints"),
                 out,
             )
         if configs:
-            self.check_list(
+            self._check_list(
                 configs,
                 CONFIG_MAX,
-                lambda c, p, o: self.check_config(c, p, names, o),
+                lambda c, p, o: self._check_config(c, p, names, o),
                 (*path, "config"),
                 out,
             )
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
-    def check_request(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
-        check_request_name(request.get("name", ""), path, out)
+    def _check_request(self, request: dict[str, Any], path: _Parts, out: Errors) -> None:
+        _check_request_name(request.get("name", ""), path, out)
         subrequests = _items(request.get("firstAvailable"))
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
@@ -193,42 +197,42 @@ class Rules:
         elif not has_first and not has_exact:
             out.append(required(FieldPath(path), ONE_OF_REQUIRED))
         elif isinstance(exactly, dict):
-            self.check_exact(exactly, (*path, "exactly"), out)
+            self._check_exact(exactly, (*path, "exactly"), out)
         else:
-            self.check_named_set(
+            self._check_named_set(
                 subrequests,
                 FIRST_AVAILABLE_MAX,
-                self.check_subrequest,
+                self._check_subrequest,
                 (*path, "firstAvailable"),
                 out,
             )
 
-    def check_exact(self, exact: dict[str, Any], path: Parts, out: Errors) -> None:
+    def _check_exact(self, exact: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        check_device_class(exact.get("deviceClassName", ""), path, out)
-        self.check_device_fields(exact, path, out)
+        _check_device_class(exact.get("deviceClassName", ""), path, out)
+        self._check_device_fields(exact, path, out)
 
-    def check_subrequest(self, sub: dict[str, Any], path: Parts, out: Errors) -> None:
+    def _check_subrequest(self, sub: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rule 10."""
-        check_request_name(sub.get("name", ""), path, out)
-        check_device_class(sub.get("deviceClassName", ""), path, out)
-        self.check_device_fields(sub, path, out)
+        _check_request_name(sub.get("name", ""), path, out)
+        _check_device_class(sub.get("deviceClassName", ""), path, out)
+        self._check_device_fields(sub, path, out)
 
-    def check_device_fields(self, request: dict[str, Any], path: Parts, out: Errors) -> None:
+    def _check_device_fields(self, request: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
         selectors = request.get("selectors")
         if selectors and isinstance(selectors, list):
-            self.check_list(
-                selectors, SELECTORS_MAX, self.check_selector, (*path, "selectors"), out
+            self._check_list(
+                selectors, SELECTORS_MAX, self._check_selector, (*path, "selectors"), out
             )
-        check_allocation(request.get("allocationMode", ""), request.get("count", 0), path, out)
+        _check_allocation(request.get("allocationMode", ""), request.get("count", 0), path, out)
         tolerations = request.get("tolerations")
         if tolerations and isinstance(tolerations, list):
             for t, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict):
-                    self.check_toleration(toleration, (*path, "tolerations", t), out)
+                    self._check_toleration(toleration, (*path, "tolerations", t), out)
 
-    def check_selector(self, selector: dict[str, Any], path: Parts, out: Errors) -> None:
+    def _check_selector(self, selector: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
         cel = selector.get("cel")
         if not isinstance(cel, dict):
@@ -246,7 +250,7 @@ class Rules:
         at = FieldPath((*path, "cel", "expression"))
         out.extend(check_selector(expression, at, release=self.release))
 
-    def check_toleration(self, toleration: dict[str, Any], path: Parts, out: Errors) -> None:
+    def _check_toleration(self, toleration: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rule 16 (an empty key is allowed with any operator; tolerationSeconds unchecked)."""
         key = toleration.get("key", "")
         if key and not formats.is_qualified_name(key):
@@ -271,8 +275,8 @@ class Rules:
 
     # -- constraints and config (rules 17–21) ----------------------------------------------
 
-    def check_references(
-        self, refs: list[Any], path: Parts, names: RequestNames, out: Errors
+    def _check_references(
+        self, refs: list[Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
         """`validateSet` over request references (rule 17): items, then duplicates."""
 
@@ -280,41 +284,41 @@ class Rules:
             strings = [(i, ref) for i, ref in enumerate(refs) if isinstance(ref, str)]
             # A non-string is a malformed item, already reported while reading.
             for i, ref in strings:
-                check_reference(ref, (*path, i), names, out)
+                _check_reference(ref, (*path, i), names, out)
             seen: set[str] = set()
             for i, ref in strings:
                 if ref in seen:
                     out.append(duplicate(FieldPath((*path, i)), ref))
                 seen.add(ref)
 
-        self.check_size(refs, REQUESTS_MAX, path, out, check_items)
+        self._check_size(refs, REQUESTS_MAX, path, out, check_items)
 
-    def check_constraint(
-        self, constraint: dict[str, Any], path: Parts, names: RequestNames, out: Errors
+    def _check_constraint(
+        self, constraint: dict[str, Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
-        self.check_references(constraint.get("requests", []), (*path, "requests"), names, out)
+        self._check_references(constraint.get("requests", []), (*path, "requests"), names, out)
         # Rule 18: with both set, distinctAttribute is ignored.
         field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
         if field in constraint:
-            self.check_qualified_name(constraint[field], (*path, field), out)
+            self._check_qualified_name(constraint[field], (*path, field), out)
         elif self.release.consumable_capacity:
             out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
             out.append(required(FieldPath((*path, "matchAttribute"))))
 
-    def check_config(
-        self, config: dict[str, Any], path: Parts, names: RequestNames, out: Errors
+    def _check_config(
+        self, config: dict[str, Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
         """Rule 21."""
-        self.check_references(config.get("requests", []), (*path, "requests"), names, out)
+        self._check_references(config.get("requests", []), (*path, "requests"), names, out)
         opaque = config.get("opaque")
         if not isinstance(opaque, dict):
             out.append(required(FieldPath((*path, "opaque"))))
             return
-        check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
-        check_parameters(opaque, (*path, "opaque", "parameters"), out)
+        _check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
+        _check_parameters(opaque, (*path, "opaque", "parameters"), out)
 
-    def check_qualified_name(self, name: str, path: Parts, out: Errors) -> None:
+    def _check_qualified_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
 
         Before 1.35 (S2, S4) an empty name or part was `Required` and a missing domain
@@ -326,7 +330,7 @@ class Rules:
             return
         parts = name.split("/")
         if len(parts) == 1:
-            check_c_identifier(name, path, out)
+            _check_c_identifier(name, path, out)
             detail = "a fully qualified name must be a domain and a name separated by a slash"
             out.append(invalid(FieldPath(path), name, detail if new else "must include a domain"))
         elif len(parts) == 2:
@@ -334,30 +338,30 @@ class Rules:
             if not domain:
                 out.append(_empty_part(path, "the domain must not be empty", new=new))
             else:
-                check_driver_name(domain, path, out)
+                _check_driver_name(domain, path, out)
             if not ident:
                 out.append(_empty_part(path, "the name must not be empty", new=new))
             else:
-                check_c_identifier(ident, path, out)
+                _check_c_identifier(ident, path, out)
         elif self.release.rejects_extra_slashes:
             out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
 
 
-def _empty_part(path: Parts, detail: str, *, new: bool) -> FieldError:
+def _empty_part(path: _Parts, detail: str, *, new: bool) -> FieldError:
     return invalid(FieldPath(path), "", detail) if new else required(FieldPath(path), detail)
 
 
 # -- format rules shared by several types ------------------------------------------------
 
 
-def check_request_name(name: str, parent: Parts, out: Errors) -> None:
+def _check_request_name(name: str, parent: _Parts, out: Errors) -> None:
     """Rule 6 / 10a: `parent.name` is a DNS label; "" gets the regex message, not Required (§3.2)."""
     if not formats.is_dns1123_label(name):
         for msg in formats.dns1123_label_messages(name):
             out.append(invalid(FieldPath((*parent, "name")), name, msg))
 
 
-def check_device_class(name: str, parent: Parts, out: Errors) -> None:
+def _check_device_class(name: str, parent: _Parts, out: Errors) -> None:
     """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain."""
     if not name:
         out.append(required(FieldPath((*parent, "deviceClassName"))))
@@ -366,7 +370,7 @@ def check_device_class(name: str, parent: Parts, out: Errors) -> None:
             out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
 
 
-def check_allocation(mode: str, count: int, parent: Parts, out: Errors) -> None:
+def _check_allocation(mode: str, count: int, parent: _Parts, out: Errors) -> None:
     """Rule 15, on `parent.allocationMode` and `parent.count`."""
     if mode == "ExactCount":
         if count <= 0:
@@ -379,14 +383,14 @@ def check_allocation(mode: str, count: int, parent: Parts, out: Errors) -> None:
         out.append(not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES))
 
 
-def check_c_identifier(name: str, path: Parts, out: Errors) -> None:
+def _check_c_identifier(name: str, path: _Parts, out: Errors) -> None:
     if len(name) > C_IDENTIFIER_MAX:
         out.append(too_long(FieldPath(path), C_IDENTIFIER_MAX))
     if not formats.c_identifier_matches(name):
         out.append(invalid(FieldPath(path), name, formats.C_IDENTIFIER_MSG))
 
 
-def check_driver_name(name: str, path: Parts, out: Errors) -> None:
+def _check_driver_name(name: str, path: _Parts, out: Errors) -> None:
     """`ValidateCSIDriverName`: ≤ 63, DNS subdomain checked on the lower-cased value (§3.2).
 
     For "" only Required is reported, as the newest declarative test expects
@@ -403,7 +407,7 @@ def check_driver_name(name: str, path: Parts, out: Errors) -> None:
             out.append(invalid(FieldPath(path), name, msg))
 
 
-def check_parameters(opaque: dict[str, Any], path: Parts, out: Errors) -> None:
+def _check_parameters(opaque: dict[str, Any], path: _Parts, out: Errors) -> None:
     """Rule 21: present, ≤ 10240 bytes of JSON, and a JSON object."""
     if "parameters" not in opaque or opaque["parameters"] is None:
         out.append(required(FieldPath(path)))
@@ -418,7 +422,7 @@ def check_parameters(opaque: dict[str, Any], path: Parts, out: Errors) -> None:
         out.append(invalid(FieldPath(path), "<value omitted>", "must be a valid JSON object"))
 
 
-def check_reference(ref: str, path: Parts, names: RequestNames, out: Errors) -> None:
+def _check_reference(ref: str, path: _Parts, names: RequestNames, out: Errors) -> None:
     """Rule 19: `request` or `request/subrequest`, each segment a DNS label, and it must resolve."""
     segments = ref.split("/")
     if len(segments) > 2:
@@ -428,11 +432,11 @@ def check_reference(ref: str, path: Parts, names: RequestNames, out: Errors) -> 
         if not formats.is_dns1123_label(segment):
             for msg in formats.dns1123_label_messages(segment):
                 out.append(invalid(FieldPath(path), segment, msg))
-    if not reference_resolves(segments, names):
+    if not _reference_resolves(segments, names):
         out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
 
 
-def reference_resolves(segments: list[str], names: RequestNames) -> bool:
+def _reference_resolves(segments: list[str], names: RequestNames) -> bool:
     if segments[0] not in names:
         return False
     if len(segments) == 1:
@@ -441,7 +445,7 @@ def reference_resolves(segments: list[str], names: RequestNames) -> bool:
     return subs is not None and segments[1] in subs
 
 
-def gather_request_names(requests: Items) -> RequestNames:
+def _gather_request_names(requests: Items) -> RequestNames:
     """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does."""
     names: RequestNames = {}
     for request in requests:
