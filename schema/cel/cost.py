@@ -29,6 +29,13 @@ import math
 from dataclasses import dataclass
 
 from draguard.schema.cel.syntax import CheckedAst, Node
+from draguard.schema.model.releases import (
+    ATTRIBUTE_VALUE_MAX,
+    C_IDENTIFIER_MAX,
+    DEVICE_ATTRIBUTES_MAX,
+    DEVICE_DOMAIN_MAX,
+    DRIVER_NAME_MAX,
+)
 
 UNBOUNDED = (1 << 64) - 1
 COST_LIMIT = 1_000_000
@@ -54,17 +61,17 @@ class Shape:
         return dict(self.fields).get(name)
 
 
-# compile.go: domain ≤ 63, id ≤ 32, driver ≤ 63, attribute value ≤ 64, maps ≤ 32 entries.
-_DOMAIN = Shape(63)
-_ID = Shape(32)
-_ATTRIBUTE = Shape(64)
-_INNER_ATTRIBUTES = Shape(32, key=_ID, value=_ATTRIBUTE)
-_INNER_CAPACITY = Shape(32, key=_ID, value=Shape(1))
+# compile.go sizes the device by the API's limits (model/releases.py, §2.4).
+_DOMAIN = Shape(DEVICE_DOMAIN_MAX)
+_ID = Shape(C_IDENTIFIER_MAX)
+_ATTRIBUTE = Shape(ATTRIBUTE_VALUE_MAX)
+_INNER_ATTRIBUTES = Shape(DEVICE_ATTRIBUTES_MAX, key=_ID, value=_ATTRIBUTE)
+_INNER_CAPACITY = Shape(DEVICE_ATTRIBUTES_MAX, key=_ID, value=Shape(1))
 DEVICE = Shape(1, fields=(
-    ("driver", Shape(63)),
+    ("driver", Shape(DRIVER_NAME_MAX)),
     ("allowMultipleAllocations", Shape(1)),
-    ("attributes", Shape(32, key=_DOMAIN, value=_INNER_ATTRIBUTES)),
-    ("capacity", Shape(32, key=_DOMAIN, value=_INNER_CAPACITY)),
+    ("attributes", Shape(DEVICE_ATTRIBUTES_MAX, key=_DOMAIN, value=_INNER_ATTRIBUTES)),
+    ("capacity", Shape(DEVICE_ATTRIBUTES_MAX, key=_DOMAIN, value=_INNER_CAPACITY)),
 ))
 
 _SPLIT_JOIN = {"split", "join"}

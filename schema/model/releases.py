@@ -26,6 +26,10 @@ PARAMETERS_MAX = 10 * 1024  # OpaqueParametersMaxLength, bytes of JSON
 EXPRESSION_MAX = 10 * 1024  # CELSelectorExpressionMaxLength, bytes
 C_IDENTIFIER_MAX = 32  # DeviceMaxIDLength: the name part of an attribute name
 DRIVER_NAME_MAX = 63  # DriverNameMaxLength
+# What a selector's `device` may hold (the CEL cost estimate sizes it by these, compile.go).
+DEVICE_DOMAIN_MAX = 63  # DeviceMaxDomainLength: the domain of an attribute or capacity name
+ATTRIBUTE_VALUE_MAX = 64  # DeviceAttributeMaxValueLength
+DEVICE_ATTRIBUTES_MAX = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 
 
 @dataclass(frozen=True, slots=True)
