@@ -81,12 +81,12 @@ def _default_device_fields(request: dict[str, Any]) -> None:
 def _default_allocation(request: dict[str, Any]) -> None:
     """allocationMode "" → ExactCount, then ExactCount with count 0 → 1 (§4.1)."""
     mode = request.get("allocationMode")
-    if mode is None or (mode == "" and type(mode) is str):
+    if mode is None or (mode == "" and isinstance(mode, str)):
         _put(request, "allocationMode", EXACT_COUNT, _AFTER_MODE)
         mode = EXACT_COUNT
     if mode == EXACT_COUNT:
         count = request.get("count")
-        if count is None or (count == 0 and type(count) is int):
+        if count is None or (count == 0 and isinstance(count, int) and not isinstance(count, bool)):
             _put(request, "count", 1, _AFTER_COUNT)
 
 
@@ -98,7 +98,7 @@ def _default_tolerations(request: dict[str, Any]) -> None:
     for toleration in tolerations:
         if isinstance(toleration, dict):
             operator = toleration.get("operator")
-            if operator is None or (operator == "" and type(operator) is str):
+            if operator is None or (operator == "" and isinstance(operator, str)):
                 toleration["operator"] = "Equal"
 
 

@@ -44,6 +44,12 @@ REQUEST_KEYS = st.sampled_from(["name", *FLAT_FIELDS, "firstAvailable", "extra"]
 RELEASES_CHECKED = (RELEASES["1.33"], RELEASES["1.34"], RELEASES["1.37"])
 
 
+class _Text(str):
+    """A string of a YAML library's own type, as a library user may pass one."""
+
+    __slots__ = ()
+
+
 def _rendered(value: Any) -> str:
     """The value with its key order and JSON types (1 and True differ)."""
     return json.dumps(value, default=repr)
@@ -143,6 +149,9 @@ def test_policy_defaults_raw_objects_with_it(
                      id="flat-without-class-gets-only-tolerations"),
         pytest.param("v1", {"exactly": {"allocationMode": "All"}},
                      {"exactly": {"allocationMode": "All"}}, id="all-gets-no-count"),
+        pytest.param("v1", {"exactly": {"allocationMode": _Text(""), "count": 0}},
+                     {"exactly": {"allocationMode": "ExactCount", "count": 1}},
+                     id="a-str-subclass-counts-as-a-string"),
     ],
 )
 def test_only_unset_fields_change(version: str, request_: dict[str, Any],
