@@ -21,9 +21,8 @@ from draguard.schema.advice.codes import ignored_codes as ignored_codes
 from draguard.schema.advice.requests import Request, gather_requests
 from draguard.schema.advice.skew import check_skew
 from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import ALLOCATION_RESULTS_MAX, REQUESTS_MAX
 
-MAX_REFERENCES = 32  # DeviceRequestsMaxSize bounds every reference list (§2.4)
-MAX_RESULTS = 32  # AllocationResultsMaxSize (§2.4)
 ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 devices
 COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
 PROFILES = ("kueue", "autoscaler", "dynamo")
@@ -84,7 +83,7 @@ class ReferenceRewrite:
 
     @property
     def fits(self) -> bool:
-        return len(self.new) <= MAX_REFERENCES
+        return len(self.new) <= REQUESTS_MAX
 
 
 def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
@@ -137,7 +136,7 @@ def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iter
                 "`draguard fix` rewrites it"
                 if rewrite.fits
                 else (
-                    f"spelling them out needs {len(rewrite.new)} entries, over upstream's {MAX_REFERENCES}"
+                    f"spelling them out needs {len(rewrite.new)} entries, over upstream's {REQUESTS_MAX}"
                 )
             )
             yield Advice(
@@ -205,19 +204,19 @@ def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Advice |
     worst = 0
     for _, _, _, _, counts in requests:
         worst += max(counts, default=0)  # `All` counts 0, so it never is the largest
-    if worst <= MAX_RESULTS:
+    if worst <= ALLOCATION_RESULTS_MAX:
         return None
     return Advice(
         dpath.child("requests"),
         "devices-over-32",
         f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
-        f"{MAX_RESULTS} results: the scheduler cannot allocate those combinations",
+        f"{ALLOCATION_RESULTS_MAX} results: the scheduler cannot allocate those combinations",
     )
 
 
 def check_combinations(requests: list[Request], dpath: FieldPath) -> Advice | None:
     sizes = [len(subs) for _, _, subs, _, _ in requests if subs]
-    if len(sizes) > MAX_REFERENCES:
+    if len(sizes) > REQUESTS_MAX:
         # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
         # product can outgrow what int → str may print (ValueError past 4,300 digits).
         return None

@@ -17,7 +17,8 @@ KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 # §2.4 size limits, the same in every release (`pkg/apis/resource/types.go`).
-REQUESTS_MAX = 32  # DeviceRequestsMaxSize, also the parallel shape's requests + prioritizedRequests
+REQUESTS_MAX = 32  # DeviceRequestsMaxSize: requests (parallel: plus prioritizedRequests), references
+ALLOCATION_RESULTS_MAX = 32  # AllocationResultsMaxSize: devices allocated to one claim
 FIRST_AVAILABLE_MAX = 8  # FirstAvailableDeviceRequestMaxSize
 SELECTORS_MAX = 32  # DeviceSelectorsMaxSize
 CONSTRAINTS_MAX = 32  # DeviceConstraintsMaxSize

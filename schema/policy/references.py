@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from draguard.schema.advice.claims import MAX_REFERENCES, config_reference_rewrites
+from draguard.schema.advice.claims import config_reference_rewrites
 from draguard.schema.advice.codes import Advice
+from draguard.schema.model.releases import REQUESTS_MAX
 from draguard.schema.policy.claimspec import ClaimSite, Warn
 
 
@@ -25,6 +26,6 @@ def rewrite_parent_references(devices: dict[str, Any], *, site: ClaimSite, warn:
             warn(Advice(site.devices_path.child("config").index(rewrite.index).child("requests"),
                         "policy-config-not-rewritten",
                         f"naming every alternative would need {len(rewrite.new)} entries, "
-                        f"more than upstream's {MAX_REFERENCES}; left as written"))
+                        f"more than upstream's {REQUESTS_MAX}; left as written"))
             continue
         devices["config"][rewrite.index]["requests"] = list(rewrite.new)
