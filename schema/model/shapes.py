@@ -230,8 +230,7 @@ def _object_reader(node: Obj, api_version: str) -> _Reader:
 
     def read_object(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
-            out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
-            return _DROP
+            return _wrong_type(value, "object", path, out)
         result: dict[Any, Any] = {}
         for key, item in value.items():
             # Only a str equals a field name, so a key of another type finds nothing.
@@ -268,8 +267,7 @@ def _list_reader(item_reader: _Reader) -> _Reader:
 
     def read_list(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, list):
-            out.append(malformed(_flat(path), f"expected array, got {json_type(value)}"))
-            return _DROP
+            return _wrong_type(value, "array", path, out)
         items: list[Any] = []
         for i, item in enumerate(value):
             if strings and isinstance(item, str):
@@ -288,8 +286,7 @@ def _map_reader(value_reader: _Reader) -> _Reader:
 
     def read_map(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
-            out.append(malformed(_flat(path), f"expected object, got {json_type(value)}"))
-            return _DROP
+            return _wrong_type(value, "object", path, out)
         result = {}
         for key, item in value.items():
             if strings and type(key) is str and isinstance(item, str):
@@ -314,11 +311,16 @@ def _flat(path: _Linked) -> FieldPath:
     return FieldPath((*path[0], *segments))
 
 
+def _wrong_type(value: Any, expected: str, path: _Linked, out: list[FieldError]) -> Any:
+    """Report a value of the wrong JSON type (`Malformed`) and drop it from the copy."""
+    out.append(malformed(_flat(path), f"expected {expected}, got {json_type(value)}"))
+    return _DROP
+
+
 def _read_string(value: Any, path: _Linked, out: list[FieldError]) -> Any:
     if isinstance(value, str):
         return value
-    out.append(malformed(_flat(path), f"expected string, got {json_type(value)}"))
-    return _DROP
+    return _wrong_type(value, "string", path, out)
 
 
 def _read_any(value: Any, path: _Linked, out: list[FieldError]) -> Any:
@@ -350,8 +352,7 @@ def _read_scalar(value: Any, path: _Linked, out: list[FieldError], *, node: Scal
             out.append(malformed(_flat(path), f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'"))
             return _DROP
     if not ok:
-        out.append(malformed(_flat(path), f"expected {kind}, got {json_type(value)}"))
-        return _DROP
+        return _wrong_type(value, kind, path, out)
     return value
 
 
