@@ -92,6 +92,9 @@ class Rules:
         # Expressions known to compile cleanly in this release: a set lookup is several
         # times cheaper than the call into the CEL cache, and selectors repeat a lot.
         self._passing: set[str] = set()
+        # Attribute names whose check found nothing: the same few names (a driver's
+        # `numa`, `pcieRoot`) come back claim after claim, so each is checked once.
+        self._clean_attribute_names: set[str] = set()
 
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
         """Every finding for one claim spec at `path`, in upstream's order."""
@@ -319,6 +322,18 @@ class Rules:
         _check_parameters(opaque, (*path, "opaque", "parameters"), out)
 
     def _check_qualified_name(self, name: str, path: _Parts, out: Errors) -> None:
+        """Rule 20, remembering the names it finds nothing in."""
+        clean = self._clean_attribute_names
+        if name in clean:
+            return
+        found = len(out)
+        self._check_attribute_name(name, path, out)
+        if len(out) == found:
+            if len(clean) >= PASSING_CACHE_SIZE:
+                clean.clear()
+            clean.add(name)
+
+    def _check_attribute_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
 
         Before 1.35 (S2, S4) an empty name or part was `Required` and a missing domain
