@@ -21,11 +21,10 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from draguard.schema.model.formats import is_dns1123_label, is_dns1123_subdomain
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import SELECTORS_MAX
+from draguard.schema.model.releases import FIRST_AVAILABLE_MAX, SELECTORS_MAX
 from draguard.schema.policy.model import (
     API_VERSION,
     KIND,
-    MAX_ALTERNATIVES,
     Alternative,
     CatalogEntry,
     ConfigRewrite,
@@ -224,9 +223,9 @@ def _limits(node: _Node) -> Limits:
     cap: int | None = None
     if "maxAlternatives" in fields:
         cap = fields["maxAlternatives"].integer()
-        if not 1 <= cap <= MAX_ALTERNATIVES:
+        if not 1 <= cap <= FIRST_AVAILABLE_MAX:
             fields["maxAlternatives"].fail(
-                f"must be between 1 and {MAX_ALTERNATIVES} (upstream's limit, §2.4)")
+                f"must be between 1 and {FIRST_AVAILABLE_MAX} (upstream's limit, §2.4)")
     patterns: list[str] = []
     for item in fields["forbiddenClasses"].items() if "forbiddenClasses" in fields else []:
         pattern = item.string()
@@ -262,10 +261,10 @@ def _entry(device_class: str, node: _Node, limits: Limits) -> CatalogEntry:
     if not items:
         fields["alternatives"].fail("must list at least one alternative")
     kept = 0 if original == "replace" else 1
-    if len(items) + kept > MAX_ALTERNATIVES:
+    if len(items) + kept > FIRST_AVAILABLE_MAX:
         fields["alternatives"].fail(
             f"{len(items)} alternatives{' plus the original' if kept else ''} exceed upstream's "
-            f"limit of {MAX_ALTERNATIVES} (upstream-rules.md §2.4)")
+            f"limit of {FIRST_AVAILABLE_MAX} (upstream-rules.md §2.4)")
     pattern = limits.forbidding_pattern(device_class)
     if pattern is not None and original != "replace":
         node.fail(f"the class is forbidden by limits.forbiddenClasses ({pattern!r}), so keeping "

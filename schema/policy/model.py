@@ -69,8 +69,6 @@ ConfigRewrite = Literal["rewrite", "keep"]
 
 API_VERSION = "draguard.io/v1alpha1"
 KIND = "MutationPolicy"
-# FirstAvailableDeviceRequestMaxSize (upstream-rules.md §2.4).
-MAX_ALTERNATIVES = 8
 
 
 class PolicyError(ValueError):
