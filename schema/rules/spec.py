@@ -104,30 +104,33 @@ class Rules:
 
     # -- list helpers ------------------------------------------------------------------
 
-    def _check_size(
-        self, items: Sequence[Any], max_items: int, path: _Parts, out: Errors,
-        check_items: Callable[[], None],
-    ) -> None:
-        """`validateSlice`'s limit: TooMany short-circuits the items in 1.35+, else follows them."""
-        over = len(items) > max_items
-        if over and self._short_circuit:
+    # `validateSlice`'s limit (rules 3, 5, 8, 14, 17): in 1.35+ TooMany short-circuits
+    # the items; before, the items are checked and TooMany follows their errors. Each
+    # list check asks `_limit_stops` first and calls `_limit_after` once done.
+
+    def _limit_stops(self, items: Sequence[Any], max_items: int, path: _Parts, out: Errors) -> bool:
+        """1.35+: TooMany instead of the items' checks (then True)."""
+        if len(items) > max_items and self._short_circuit:
             out.append(too_many(FieldPath(path), len(items), max_items))
-            return
-        check_items()
-        if over:
+            return True
+        return False
+
+    @staticmethod
+    def _limit_after(items: Sequence[Any], max_items: int, path: _Parts, out: Errors) -> None:
+        """Before 1.35: TooMany after the items' own errors."""
+        if len(items) > max_items:
             out.append(too_many(FieldPath(path), len(items), max_items))
 
     def _check_list(
         self, items: Items, max_items: int, check: Check, path: _Parts, out: Errors
     ) -> None:
         """`validateSlice`: every item that is a mapping, within the limit."""
-
-        def check_items() -> None:
-            for i, item in enumerate(items):
-                if isinstance(item, dict):  # else malformed, already reported while reading
-                    check(item, (*path, i), out)
-
-        self._check_size(items, max_items, path, out, check_items)
+        if self._limit_stops(items, max_items, path, out):
+            return
+        for i, item in enumerate(items):
+            if isinstance(item, dict):  # else malformed, already reported while reading
+                check(item, (*path, i), out)
+        self._limit_after(items, max_items, path, out)
 
     def _check_named_set(
         self,
@@ -142,22 +145,21 @@ class Rules:
         Duplicates follow all item errors; their path is the list index since 1.35
         (before: `[i].name`, rule 4 version note).
         """
-
-        def check_items() -> None:
-            seen: set[Any] = set()
-            repeated: list[tuple[int, Any]] = []
-            for i, item in enumerate(items):
-                if isinstance(item, dict):  # else malformed, already reported while reading
-                    check(item, (*path, i), out)
-                    name = item.get("name", "")
-                    if name in seen:
-                        repeated.append((i, name))
-                    seen.add(name)
-            for i, name in repeated:  # after every item's own errors
-                at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
-                out.append(duplicate(FieldPath(at), name))
-
-        self._check_size(items, max_items, path, out, check_items)
+        if self._limit_stops(items, max_items, path, out):
+            return
+        seen: set[Any] = set()
+        repeated: list[tuple[int, Any]] = []
+        for i, item in enumerate(items):
+            if isinstance(item, dict):  # else malformed, already reported while reading
+                check(item, (*path, i), out)
+                name = item.get("name", "")
+                if name in seen:
+                    repeated.append((i, name))
+                seen.add(name)
+        for i, name in repeated:  # after every item's own errors
+            at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
+            out.append(duplicate(FieldPath(at), name))
+        self._limit_after(items, max_items, path, out)
 
     # -- claim spec ----------------------------------------------------------------------
 
@@ -282,19 +284,19 @@ class Rules:
         self, refs: list[Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
         """`validateSet` over request references (rule 17): items, then duplicates."""
-
-        def check_items() -> None:
-            strings = [(i, ref) for i, ref in enumerate(refs) if isinstance(ref, str)]
+        if self._limit_stops(refs, REQUESTS_MAX, path, out):
+            return
+        for i, ref in enumerate(refs):
             # A non-string is a malformed item, already reported while reading.
-            for i, ref in strings:
+            if isinstance(ref, str):
                 _check_reference(ref, (*path, i), names, out)
-            seen: set[str] = set()
-            for i, ref in strings:
+        seen: set[str] = set()
+        for i, ref in enumerate(refs):
+            if isinstance(ref, str):
                 if ref in seen:
                     out.append(duplicate(FieldPath((*path, i)), ref))
                 seen.add(ref)
-
-        self._check_size(refs, REQUESTS_MAX, path, out, check_items)
+        self._limit_after(refs, REQUESTS_MAX, path, out)
 
     def _check_constraint(
         self, constraint: dict[str, Any], path: _Parts, names: RequestNames, out: Errors
