@@ -1,0 +1,257 @@
+"""Everything `explain` reads, gathered from manifests: the cluster and the Pods to place.
+
+Documents are split, parsed and located with lint's readers (`read.sources`), so a
+broken object is a `Finding` with its file and line, never an exception. Claims and
+templates of any served version are read into the hub shape by the create pipeline
+(`validate.prepare`), the same one lint uses; a claim the apiserver would refuse is a
+finding and is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from draguard.schema.cluster.objects import (
+    NOWHERE,
+    DeviceClass,
+    Node,
+    NodeSelector,
+    Origin,
+    Pod,
+    Problem,
+    Slice,
+    read_device_class,
+    read_node,
+    read_node_selector,
+    read_pod,
+    read_slice,
+)
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import Release
+from draguard.schema.model.shapes import identify
+from draguard.schema.read.sources import (
+    Chunk,
+    Parsed,
+    SyntaxProblem,
+    Unreadable,
+    locate,
+    parse,
+    read_source,
+    split_documents,
+)
+from draguard.schema.validate import prepare, validate_object
+
+DeviceKey = tuple[str, str, str]  # driver, pool, device
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem with one input document, placed in its file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    message: str
+
+    def render(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+@dataclass(slots=True)
+class Claim:
+    """A ResourceClaim (or a template's claim) in the hub shape, with its allocation."""
+
+    namespace: str
+    name: str
+    devices: dict[str, Any]  # spec.devices, hub shape, defaulted
+    allocated: list[tuple[DeviceKey, bool]] | None  # results (device, adminAccess); None: not allocated
+    node_selector: NodeSelector | None = None  # status.allocation.nodeSelector
+    origin: Origin = NOWHERE
+
+
+@dataclass(slots=True)
+class Inventory:
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    slices: list[Slice] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    claims: dict[tuple[str, str], Claim] = field(default_factory=dict)
+    templates: dict[tuple[str, str], Claim] = field(default_factory=dict)
+    pods: list[Pod] = field(default_factory=list)
+    quotas: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    def allocated_devices(self) -> set[DeviceKey]:
+        """Devices in use by allocated claims; admin-access results do not count.
+
+        Upstream `structured/internal/allocatedstate.go`: results with adminAccess are
+        skipped when gathering the allocated devices.
+        """
+        return {key for claim in self.claims.values() for key, admin in claim.allocated or ()
+                if not admin}
+
+
+def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default") -> Inventory:
+    """Read every input; unreadable files go to `unreadable`, broken objects to `findings`."""
+    inventory = Inventory()
+    for path in paths:
+        source = read_source(path)
+        if isinstance(source, Unreadable):
+            inventory.unreadable.append(source)
+            continue
+        for chunk in split_documents(source):
+            add_chunk(inventory, chunk, release=release, namespace=namespace)
+    check_references(inventory)
+    return inventory
+
+
+def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace: str) -> None:
+    parsed = parse(chunk)
+    if isinstance(parsed, SyntaxProblem):
+        inventory.findings.append(Finding(chunk.file, parsed.line, parsed.column, parsed.detail))
+        return
+    value = parsed.value
+    items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
+    if isinstance(items, list):
+        for i, item in enumerate(items):
+            _add_object(inventory, item, _Place(chunk, parsed, ("items", i)), release, namespace)
+    else:
+        _add_object(inventory, value, _Place(chunk, parsed, ()), release, namespace)
+
+
+def add_objects(inventory: Inventory, objects: Iterable[Mapping[str, Any]], *, source: str,
+                release: Release, namespace: str) -> None:
+    """Objects from elsewhere (a live cluster): findings name the object, not a line."""
+    for obj in objects:
+        _add_object(inventory, obj, _Named(source, obj), release, namespace)
+
+
+class _Place:
+    def __init__(self, chunk: Chunk, parsed: Parsed, prefix: tuple[str | int, ...]) -> None:
+        self.chunk, self.parsed, self.prefix = chunk, parsed, prefix
+
+    def origin(self) -> Origin:
+        return Origin(self.chunk.file, self.finding(()).line)
+
+    def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
+        where = locate(self.chunk, self.parsed.positions, [(*self.prefix, *path)])
+        return Finding(self.chunk.file, where.line, where.column, message)
+
+
+class _Named:
+    def __init__(self, source: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        self.file = f"{source}/{obj.get('kind')}/{meta.get('name') if meta else ''}"
+
+    def origin(self) -> Origin:
+        return Origin(self.file, 0)
+
+    def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
+        where = ".".join(str(p) for p in path)
+        return Finding(self.file, 0, 0, f"{where}: {message}" if where else message)
+
+
+_Placer = _Place | _Named
+
+
+def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release,
+                namespace: str) -> None:
+    if not isinstance(obj, dict):
+        return
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    origin = place.origin()
+    problems: list[Problem]
+    if kind == "ResourceSlice" and api_version == "resource.k8s.io/v1":
+        found_slice, problems = read_slice(obj, origin)
+        if found_slice is not None:
+            inventory.slices.append(found_slice)
+    elif kind == "DeviceClass" and api_version == "resource.k8s.io/v1":
+        found_class, problems = read_device_class(obj, origin)
+        if found_class is not None:
+            inventory.classes[found_class.name] = found_class
+    elif kind == "Node" and api_version == "v1":
+        found_node, problems = read_node(obj, origin)
+        if found_node is not None:
+            inventory.nodes.append(found_node)
+    elif kind == "Pod" and api_version == "v1":
+        found_pod, problems = read_pod(obj, origin, namespace)
+        if found_pod is not None:
+            inventory.pods.append(found_pod)
+    elif kind == "ResourceQuota" and api_version == "v1":
+        inventory.quotas.append(obj)
+        problems = []
+    elif identify(obj) is not None:
+        problems = _add_claim(inventory, obj, origin, release, namespace)
+    else:
+        return
+    inventory.findings.extend(place.finding(p.path, p.message) for p in problems)
+
+
+def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, release: Release,
+               namespace: str) -> list[Problem]:
+    options = Options(release=release, default_namespace=namespace)
+    verdict = validate_object(obj, options=options)
+    if verdict.errors:
+        return [Problem(tuple(e.path.parts), f"refused by the apiserver: {e}")
+                for e in verdict.errors[:3]]
+    doc_type = identify(obj)
+    assert doc_type is not None  # checked by the caller
+    prepared = prepare(obj, doc_type, options)
+    meta = prepared.document.get("metadata", {})
+    claim = Claim(str(meta.get("namespace") or namespace), str(meta.get("name", "")),
+                  dict(prepared.claim_spec.get("devices") or {}), None, origin=origin)
+    problems: list[Problem] = []
+    if doc_type.kind == "ResourceClaimTemplate":
+        inventory.templates[(claim.namespace, claim.name)] = claim
+        return problems
+    allocation = _allocation(obj)
+    if allocation is not None:
+        claim.allocated = []
+        for result in allocation.get("devices", {}).get("results") or []:
+            if isinstance(result, dict):
+                key = (str(result.get("driver", "")), str(result.get("pool", "")),
+                       str(result.get("device", "")))
+                claim.allocated.append((key, result.get("adminAccess") is True))
+        if allocation.get("nodeSelector") is not None:
+            claim.node_selector = read_node_selector(
+                allocation["nodeSelector"], ("status", "allocation", "nodeSelector"), problems)
+    inventory.claims[(claim.namespace, claim.name)] = claim
+    return problems
+
+
+def _allocation(obj: dict[str, Any]) -> dict[str, Any] | None:
+    status = obj.get("status")
+    allocation = status.get("allocation") if isinstance(status, dict) else None
+    return allocation if isinstance(allocation, dict) else None
+
+
+def check_references(inventory: Inventory) -> None:
+    """Findings for what the allocator would silently skip: unknown nodes, split pools."""
+    known = {node.name for node in inventory.nodes}
+    generations: dict[tuple[str, str], set[int]] = {}
+    for found in inventory.slices:
+        generations.setdefault((found.driver, found.pool), set()).add(found.generation)
+        if known and found.node_name and found.node_name not in known:
+            inventory.findings.append(Finding(
+                found.origin.file, found.origin.line, 1,
+                f"ResourceSlice {found.name}: node {found.node_name} is not among the Nodes read; "
+                "its devices are offered to no node"))
+    for (driver, pool), seen in sorted(generations.items()):
+        if len(seen) > 1:
+            first = next(s for s in inventory.slices if (s.driver, s.pool) == (driver, pool))
+            inventory.findings.append(Finding(
+                first.origin.file, first.origin.line, 1,
+                f"pool {driver}/{pool}: slices disagree on generation ({', '.join(map(str, sorted(seen)))}); "
+                f"only generation {max(seen)} counts, the pool is complete only when all "
+                "its slices have it"))
+
+
+def pod_claim_names(pod: Pod) -> Iterator[tuple[str, str | None]]:
+    """(claim name, template name) per Pod entry; templates give `<pod>-<entry>` claims."""
+    for entry in pod.claims:
+        if entry.claim_name is not None:
+            yield entry.claim_name, None
+        else:
+            yield f"{pod.name}-{entry.name}", entry.template_name

@@ -1,0 +1,335 @@
+"""Cluster objects as the allocator sees them, read from plain values as errors-as-values.
+
+`resource.k8s.io/v1` DeviceClass and ResourceSlice, `v1` Node and Pod. Each `read_*`
+returns the object (or None when it is unusable) and the problems found, each a path
+into the document and a message; `reading` turns the paths into lines. A problem that
+the apiserver would refuse the object for drops the object, as a cluster could not
+hold it; a doubtful but storable value is kept and reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draguard.schema.cluster.quantity import milli_value, parse_quantity
+
+Path = tuple[str | int, ...]
+
+# ResourceSliceMaxDevices and its lower bound for slices with taints or counters
+# (k8s.io/api/resource/v1 types.go: ResourceSliceMaxDevices = 128,
+# ResourceSliceMaxDevicesWithTaintsOrConsumesCounters = 64).
+MAX_DEVICES = 128
+MAX_DEVICES_WITH_TAINTS_OR_COUNTERS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with one object, at a path inside its document."""
+
+    path: Path
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an object came from: file and 1-based line (0 when unknown)."""
+
+    file: str
+    line: int
+
+
+NOWHERE = Origin("", 0)
+
+
+@dataclass(slots=True)
+class NodeSelectorTerm:
+    """One `nodeSelectorTerms[]` entry: every requirement must hold (ANDed)."""
+
+    expressions: list[tuple[str, str, tuple[str, ...]]]  # (key, operator, values)
+    fields: list[tuple[str, str, tuple[str, ...]]]
+
+
+NodeSelector = list[NodeSelectorTerm]  # terms are ORed; an empty list matches nothing
+
+
+@dataclass(slots=True)
+class Device:
+    """One device of a slice, with its attributes typed as in the API."""
+
+    name: str
+    attributes: dict[str, tuple[str, Any]]  # qualified name → (type, value)
+    capacity: dict[str, Fraction]
+    taints: list[dict[str, Any]]
+    consumes_counters: list[tuple[str, dict[str, Fraction]]]
+    node_name: str = ""
+    all_nodes: bool = False
+    node_selector: NodeSelector | None = None
+    binding_conditions: bool = False
+    allow_multiple_allocations: bool = False
+    _cel: tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]] | None = None
+
+    def cel_inputs(self, driver: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
+        """Attributes and capacity by domain, unqualified names under the driver's own.
+
+        Upstream's `cel.Device` does the same split (dynamic-resource-allocation
+        `cel/compile.go`, `DeviceMatches`): `device.attributes["<driver>"].model`
+        finds an attribute named `model`.
+        """
+        if self._cel is None:
+            attributes: dict[str, dict[str, Any]] = {}
+            for qualified, (_, value) in self.attributes.items():
+                domain, ident = _split_qualified(qualified, driver)
+                attributes.setdefault(domain, {})[ident] = value
+            capacity: dict[str, dict[str, int]] = {}
+            for qualified, amount in self.capacity.items():
+                domain, ident = _split_qualified(qualified, driver)
+                capacity.setdefault(domain, {})[ident] = milli_value(amount)
+            self._cel = (attributes, capacity)
+        return self._cel
+
+
+def _split_qualified(name: str, driver: str) -> tuple[str, str]:
+    domain, sep, ident = name.rpartition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+@dataclass(slots=True)
+class Slice:
+    """A ResourceSlice: one slice of one pool, published by a driver."""
+
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    slice_count: int
+    node_name: str = ""
+    all_nodes: bool = False
+    node_selector: NodeSelector | None = None
+    per_device_node_selection: bool = False
+    devices: list[Device] = field(default_factory=list)
+    shared_counters: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    origin: Origin = NOWHERE
+
+
+@dataclass(slots=True)
+class DeviceClass:
+    name: str
+    selectors: list[str]
+    origin: Origin = NOWHERE
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    labels: dict[str, str]
+    origin: Origin = NOWHERE
+
+
+@dataclass(slots=True)
+class PodClaim:
+    """One `spec.resourceClaims[]` entry of a Pod."""
+
+    name: str
+    claim_name: str | None
+    template_name: str | None
+
+
+@dataclass(slots=True)
+class Pod:
+    namespace: str
+    name: str
+    claims: list[PodClaim]
+    origin: Origin = NOWHERE
+
+
+# --- reading ---------------------------------------------------------------------------
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def meta_name(obj: Mapping[str, Any]) -> str:
+    return _str(_map(obj.get("metadata")).get("name"))
+
+
+def read_node(obj: Mapping[str, Any], origin: Origin) -> tuple[Node | None, list[Problem]]:
+    name = meta_name(obj)
+    if not name:
+        return None, [Problem(("metadata", "name"), "Node without a name")]
+    labels = {k: v for k, v in _map(_map(obj.get("metadata")).get("labels")).items()
+              if isinstance(v, str)}
+    return Node(name, labels, origin), []
+
+
+def read_device_class(obj: Mapping[str, Any], origin: Origin) -> tuple[DeviceClass | None, list[Problem]]:
+    name = meta_name(obj)
+    if not name:
+        return None, [Problem(("metadata", "name"), "DeviceClass without a name")]
+    problems: list[Problem] = []
+    selectors: list[str] = []
+    for i, selector in enumerate(_list(_map(obj.get("spec")).get("selectors"))):
+        expression = _map(_map(selector).get("cel")).get("expression")
+        if not isinstance(expression, str) or not expression:
+            problems.append(Problem(("spec", "selectors", i), "selector without a CEL expression"))
+            continue
+        selectors.append(expression)
+    return DeviceClass(name, selectors, origin), problems
+
+
+def read_pod(obj: Mapping[str, Any], origin: Origin, default_namespace: str) -> tuple[Pod | None, list[Problem]]:
+    name = meta_name(obj)
+    if not name:
+        return None, [Problem(("metadata", "name"), "Pod without a name")]
+    namespace = _str(_map(obj.get("metadata")).get("namespace")) or default_namespace
+    claims: list[PodClaim] = []
+    problems: list[Problem] = []
+    for i, entry in enumerate(_list(_map(obj.get("spec")).get("resourceClaims"))):
+        entry = _map(entry)
+        claim = _str(entry.get("resourceClaimName")) or None
+        template = _str(entry.get("resourceClaimTemplateName")) or None
+        if not _str(entry.get("name")) or (claim is None) == (template is None):
+            problems.append(Problem(("spec", "resourceClaims", i),
+                                    "needs a name and exactly one of resourceClaimName, "
+                                    "resourceClaimTemplateName"))
+            continue
+        claims.append(PodClaim(_str(entry.get("name")), claim, template))
+    return Pod(namespace, name, claims, origin), problems
+
+
+def read_node_selector(value: Any, path: Path, problems: list[Problem]) -> NodeSelector:
+    terms: NodeSelector = []
+    for i, term in enumerate(_list(_map(value).get("nodeSelectorTerms"))):
+        term = _map(term)
+        parts: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}
+        for key in ("matchExpressions", "matchFields"):
+            parts[key] = []
+            for j, requirement in enumerate(_list(term.get(key))):
+                requirement = _map(requirement)
+                operator = _str(requirement.get("operator"))
+                if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+                    problems.append(Problem((*path, "nodeSelectorTerms", i, key, j, "operator"),
+                                            f"unsupported node selector operator {operator!r}"))
+                    continue
+                values = tuple(v for v in _list(requirement.get("values")) if isinstance(v, str))
+                parts[key].append((_str(requirement.get("key")), operator, values))
+        terms.append(NodeSelectorTerm(parts["matchExpressions"], parts["matchFields"]))
+    return terms
+
+
+def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, list[Problem]]:
+    """A ResourceSlice, or None with the reason when the apiserver would not store it."""
+    name = meta_name(obj)
+    spec = _map(obj.get("spec"))
+    pool = _map(spec.get("pool"))
+    problems: list[Problem] = []
+    fatal = [Problem(p, m) for p, ok, m in (
+        (("metadata", "name"), bool(name), "ResourceSlice without a name"),
+        (("spec", "driver"), bool(_str(spec.get("driver"))), "Required value: spec.driver"),
+        (("spec", "pool", "name"), bool(_str(pool.get("name"))), "Required value: spec.pool.name"),
+        (("spec", "pool", "generation"), (_int(pool.get("generation")) or 0) >= 0
+         and _int(pool.get("generation")) is not None, "spec.pool.generation must be an integer ≥ 0"),
+        (("spec", "pool", "resourceSliceCount"), (_int(pool.get("resourceSliceCount")) or 0) > 0,
+         "spec.pool.resourceSliceCount must be an integer > 0"),
+    ) if not ok]
+    chosen = [key for key in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+              if spec.get(key) not in (None, "", False)]
+    if len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
+        fatal.append(Problem(("spec",), "exactly one of nodeName, nodeSelector, allNodes, "
+                                         "perDeviceNodeSelection is required"))
+    if fatal:
+        return None, fatal
+    result = Slice(name, _str(spec.get("driver")), _str(pool.get("name")),
+                   _int(pool.get("generation")) or 0, _int(pool.get("resourceSliceCount")) or 1,
+                   node_name=_str(spec.get("nodeName")), all_nodes=spec.get("allNodes") is True,
+                   per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
+                   origin=origin)
+    if "nodeSelector" in chosen:
+        result.node_selector = read_node_selector(spec.get("nodeSelector"), ("spec", "nodeSelector"), problems)
+    for i, counter_set in enumerate(_list(spec.get("sharedCounters"))):
+        counter_set = _map(counter_set)
+        result.shared_counters[_str(counter_set.get("name"))] = _counters(
+            counter_set.get("counters"), ("spec", "sharedCounters", i, "counters"), problems)
+    devices = _list(spec.get("devices"))
+    limit = _device_limit(devices)
+    if len(devices) > limit:
+        return None, [Problem(("spec", "devices"),
+                              f"Too many: {len(devices)}: must have at most {limit} items")]
+    seen: set[str] = set()
+    for i, raw in enumerate(devices):
+        device = _read_device(_map(raw), ("spec", "devices", i), problems)
+        if device is None:
+            continue
+        if device.name in seen:
+            return None, [Problem(("spec", "devices", i, "name"),
+                                  f"Duplicate value: {device.name!r}")]
+        seen.add(device.name)
+        result.devices.append(device)
+    return result, problems
+
+
+def _device_limit(devices: list[Any]) -> int:
+    special = any(_map(d).get("taints") or _map(d).get("consumesCounters") for d in devices)
+    return MAX_DEVICES_WITH_TAINTS_OR_COUNTERS if special else MAX_DEVICES
+
+
+def _counters(value: Any, path: Path, problems: list[Problem]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for name, counter in _map(value).items():
+        amount = parse_quantity(_map(counter).get("value"))
+        if amount is None:
+            problems.append(Problem((*path, name, "value"), "not a quantity"))
+            continue
+        out[name] = amount
+    return out
+
+
+_ATTRIBUTE_TYPES = ("string", "int", "bool", "version")
+
+
+def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) -> Device | None:
+    name = _str(raw.get("name"))
+    if not name:
+        problems.append(Problem((*path, "name"), "device without a name, left out"))
+        return None
+    attributes: dict[str, tuple[str, Any]] = {}
+    for key, attribute in _map(raw.get("attributes")).items():
+        typed = [(t, _map(attribute).get(t)) for t in _ATTRIBUTE_TYPES
+                 if _map(attribute).get(t) is not None]
+        if len(typed) != 1:
+            problems.append(Problem((*path, "attributes", key),
+                                    "an attribute needs exactly one of string, int, bool, version"))
+            continue
+        attributes[key] = typed[0]
+    capacity: dict[str, Fraction] = {}
+    for key, entry in _map(raw.get("capacity")).items():
+        amount = parse_quantity(_map(entry).get("value"))
+        if amount is None:
+            problems.append(Problem((*path, "capacity", key, "value"), "not a quantity"))
+            continue
+        capacity[key] = amount
+    consumes = [(_str(_map(c).get("counterSet")),
+                 _counters(_map(c).get("counters"), (*path, "consumesCounters", j, "counters"), problems))
+                for j, c in enumerate(_list(raw.get("consumesCounters")))]
+    device = Device(name, attributes, capacity,
+                    [dict(_map(t)) for t in _list(raw.get("taints"))], consumes,
+                    node_name=_str(raw.get("nodeName")), all_nodes=raw.get("allNodes") is True,
+                    binding_conditions=bool(_list(raw.get("bindingConditions"))),
+                    allow_multiple_allocations=raw.get("allowMultipleAllocations") is True)
+    if raw.get("nodeSelector") is not None:
+        device.node_selector = read_node_selector(raw.get("nodeSelector"), (*path, "nodeSelector"), problems)
+    return device
