@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from draguard.schema.cluster.objects import (
     NOWHERE,
@@ -36,6 +36,7 @@ from draguard.schema.read.sources import (
     Parsed,
     SyntaxProblem,
     Unreadable,
+    expand_paths,
     locate,
     parse,
     read_source,
@@ -93,11 +94,15 @@ class Inventory:
                 if not admin}
 
 
-def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default") -> Inventory:
-    """Read every input; unreadable files go to `unreadable`, broken objects to `findings`."""
+def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default",
+                   stdin: BinaryIO | None = None) -> Inventory:
+    """Read every input; unreadable files go to `unreadable`, broken objects to `findings`.
+
+    Paths as lint takes them: files, folders (their manifests, recursively) or `-`.
+    """
     inventory = Inventory()
-    for path in paths:
-        source = read_source(path)
+    for path in expand_paths(paths):
+        source = read_source(path, stdin)
         if isinstance(source, Unreadable):
             inventory.unreadable.append(source)
             continue

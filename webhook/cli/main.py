@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("draguard.schema.cli.convert", "convert claims between v1beta1, v1beta2, v1, parallel, nested"),
     "roundtrip": ("draguard.schema.cli.roundtrip", "prove that conversions there and back lose nothing"),
     "skew": ("draguard.schema.cli.skew", "what each Kubernetes release does with a claim"),
+    "explain": ("draguard.schema.cli.explain", "which alternative each node would give a Pod, and why"),
     "fix": ("draguard.schema.cli.fix", "rewrite fixable warnings in place"),
     "schema": ("draguard.schema.cli.export", "write JSON Schemas per kind and version"),
     "certs": ("draguard.certs.cli", "CA and serving certificates for the webhook"),

@@ -1,0 +1,100 @@
+"""`draguard explain PATH…`: which alternative each node would give, and why (contract §6).
+
+Parse options → read the inventory → explain → render → exit code: 0 schedulable on at
+least one node (every Pod explained), 1 on none or a scheduling error, 2 usage or
+unreadable input. Findings about the inputs (a broken slice, a slice naming an unknown
+node) go to stderr with their file and line; the rest is still explained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import BinaryIO, TextIO
+
+from draguard.schema import explain
+from draguard.schema.cli.lint import _write, parse_patch
+from draguard.schema.cluster.inventory import Inventory, read_inventory
+from draguard.schema.model import releases
+
+EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
+NEWEST_EXPLAINED = 37
+OLDEST_EXPLAINED = 34  # v1 objects and the prioritized list's beta start here
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="draguard explain", description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin: "
+                             "Pods, claims, templates, DeviceClasses, ResourceSlices, Nodes")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("--kubernetes-version", default=releases.DEFAULT_RELEASE.name,
+                        help="imitate this release, 1.34 to 1.37, or a patch release "
+                             "such as 1.35.2 (default: %(default)s)")
+    parser.add_argument("--node", metavar="NAME", help="only this node, with its full story")
+    parser.add_argument("-n", "--namespace", default="default",
+                        help="namespace for objects without one, as kubectl fills it")
+    return parser
+
+
+def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
+         stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run `draguard explain`; returns the exit code (never raises SystemExit)."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+        release = _release(args.kubernetes_version)
+    except _UsageError as exc:
+        err.write(f"{parser.format_usage()}draguard explain: error: {exc}\n")
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    inventory = read_inventory(args.paths, release=release, namespace=args.namespace, stdin=stdin)
+    for bad in inventory.unreadable:
+        err.write(f"draguard explain: cannot read {bad.name}: {bad.reason}\n")
+    if inventory.unreadable:
+        return EXIT_USAGE
+    for finding in inventory.findings:
+        err.write(finding.render() + "\n")
+    if args.node is not None and args.node not in _node_names(inventory):
+        err.write(f"draguard explain: no node named {args.node!r} in the inputs\n")
+        return EXIT_USAGE
+    result = explain.explain(inventory, release=release,
+                             patch=parse_patch(args.kubernetes_version), node_name=args.node)
+    if args.output == "json":
+        _write(out, json.dumps(explain.to_json(result), ensure_ascii=False) + "\n")
+    else:
+        _write(out, explain.render_text(result, detail=args.node is not None))
+    if not result.pods:
+        err.write("draguard explain: nothing to explain: no Pod and no unallocated claim\n")
+        return EXIT_UNSCHEDULABLE
+    return EXIT_OK if all(p.schedulable for p in result.pods) else EXIT_UNSCHEDULABLE
+
+
+def _release(version: str) -> releases.Release:
+    try:
+        release = releases.release(version)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    if not OLDEST_EXPLAINED <= release.minor <= NEWEST_EXPLAINED:
+        raise _UsageError(f"explain imitates Kubernetes 1.{OLDEST_EXPLAINED} to "
+                          f"1.{NEWEST_EXPLAINED}, not {version}")
+    return release
+
+
+def _node_names(inventory: Inventory) -> set[str]:
+    names = {n.name for n in inventory.nodes}
+    return names or {s.node_name for s in inventory.slices if s.node_name}

@@ -1,0 +1,589 @@
+"""Upstream's structured allocator for one node and the Pod's unallocated claims.
+
+A port of `structured/internal/stable/allocator_stable.go` (kubernetes/
+dynamic-resource-allocation): `Allocate` (the pre-pass over every request and
+subrequest, the 32-result minimum), `validateDeviceRequest`, `allocateOne` (the
+depth-first first-fit search with backtracking across requests and claims, the
+subrequests of a `firstAvailable` request tried in order), `isSelectable` /
+`selectorsMatch` (class selectors, then the request's), `allocateDevice` (in use,
+counters, taints, constraints), `checkAvailableCounters`, the match-attribute
+constraint. `distinctAttribute` follows the incubating allocator's `constraint.go`
+where the release enables it.
+
+Errors are values: `allocate` returns `Allocated`, `Unfit` (no solution on this node)
+or `Failed` (an error that upstream returns from `Allocate`, which aborts the Pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from draguard.schema.cluster.inventory import Claim, DeviceKey
+from draguard.schema.cluster.objects import Device, DeviceClass, Node, Slice
+from draguard.schema.cluster.pools import Features, Pool, node_matches
+from draguard.schema.cluster.selectors import evaluate
+
+MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One `status.allocation.devices.results[]` entry."""
+
+    request: str  # `req` or `req/sub`
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Allocated:
+    results: list[list[Result]]  # per claim
+    chosen: list[dict[int, int]]  # per claim: request index → chosen subrequest index
+
+
+@dataclass(frozen=True, slots=True)
+class Unfit:
+    invalid_pools: bool = False  # "invalid resource pools were encountered"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    message: str
+
+
+Outcome = Allocated | Unfit | Failed
+
+
+@dataclass(slots=True)
+class Request:
+    """One request without subrequests, or one subrequest (`parent` set)."""
+
+    name: str
+    parent: str | None
+    class_name: str
+    selectors: list[str]
+    mode: str
+    count: int
+    admin_access: bool
+    tolerations: list[dict[str, Any]]
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.parent}/{self.name}" if self.parent else self.name
+
+
+def claim_requests(claim: Claim) -> list[list[Request]]:
+    """Per request of the hub spec: [the exact request] or its subrequests in order."""
+    out: list[list[Request]] = []
+    for raw in claim.devices.get("requests") or []:
+        name = str(raw.get("name", ""))
+        if raw.get("firstAvailable"):
+            out.append([_request(sub, str(sub.get("name", "")), name)
+                        for sub in raw["firstAvailable"]])
+        else:
+            out.append([_request(raw.get("exactly") or {}, name, None)])
+    return out
+
+
+def _request(raw: dict[str, Any], name: str, parent: str | None) -> Request:
+    selectors = [str(s.get("cel", {}).get("expression", "")) for s in raw.get("selectors") or []]
+    count = raw.get("count")
+    return Request(name, parent, str(raw.get("deviceClassName", "")), selectors,
+                   str(raw.get("allocationMode", "ExactCount")),
+                   count if isinstance(count, int) else 1, raw.get("adminAccess") is True,
+                   list(raw.get("tolerations") or []))
+
+
+@dataclass(slots=True)
+class _Candidate:
+    key: DeviceKey
+    device: Device
+    slice: Slice
+    pool: Pool
+
+
+@dataclass(slots=True)
+class _Data:
+    request: Request
+    klass: DeviceClass | None
+    num_devices: int
+    all_devices: list[_Candidate] = field(default_factory=list)
+
+
+class SelectorCache:
+    """CEL outcomes per (expression, device content): they depend on nothing else.
+
+    Shared by every node of one run, so identical devices on many nodes are evaluated
+    once (upstream caches per `Allocate` call; the answer is the same).
+    """
+
+    def __init__(self, consumable_capacity: bool) -> None:
+        self.consumable_capacity = consumable_capacity
+        self._outcomes: dict[tuple[str, int], tuple[bool, str | None]] = {}
+        self._signatures: dict[int, tuple[int, Device]] = {}
+
+    def _signature(self, driver: str, device: Device) -> int:
+        known = self._signatures.get(id(device))
+        if known is not None and known[1] is device:
+            return known[0]
+        attributes, capacity = device.cel_inputs(driver)
+        signature = hash((driver, repr(sorted(attributes.items())), repr(sorted(capacity.items())),
+                          device.allow_multiple_allocations))
+        self._signatures[id(device)] = (signature, device)
+        return signature
+
+    def matches(self, expression: str, driver: str, device: Device) -> tuple[bool, str | None]:
+        key = (expression, self._signature(driver, device))
+        found = self._outcomes.get(key)
+        if found is None:
+            attributes, capacity = device.cel_inputs(driver)
+            outcome = evaluate(expression, driver=driver, attributes=attributes, capacity=capacity,
+                               allow_multiple=device.allow_multiple_allocations,
+                               consumable_capacity=self.consumable_capacity)
+            found = (outcome.matches, outcome.error)
+            self._outcomes[key] = found
+        return found
+
+
+class Abort(Exception):
+    """Upstream's errors returned from deep inside the search, carried up as one value."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _SizeExceeded(Exception):
+    """Upstream `errAllocationResultMaxSizeExceeded`."""
+
+
+@dataclass(slots=True)
+class Allocator:
+    """One `Allocate` call: a node, the Pod's claims to allocate, the cluster state."""
+
+    node: Node
+    claims: Sequence[Claim]
+    pools: list[Pool]
+    classes: dict[str, DeviceClass]
+    allocated: set[DeviceKey]
+    features: Features
+    cache: SelectorCache
+    requests: list[list[list[Request]]] = field(default_factory=list)
+    data: dict[tuple[int, int, int], _Data] = field(default_factory=dict)
+    constraints: list[list[_Constraint]] = field(default_factory=list)
+    allocating: dict[DeviceKey, set[int]] = field(default_factory=dict)
+    result: list[list[Result]] = field(default_factory=list)
+    chosen: list[dict[int, int]] = field(default_factory=list)
+    match_cache: dict[tuple[DeviceKey, int, int, int], bool] = field(default_factory=dict)
+    available_counters: dict[str, dict[str, dict[str, Fraction]]] = field(default_factory=dict)
+    consumed: dict[str, dict[str, dict[str, Fraction]]] = field(default_factory=dict)
+
+    def allocate(self) -> Outcome:
+        try:
+            failure = self._prepare()
+            if failure is not None:
+                return failure
+            done = self._allocate_one(0, 0, 0, 0, sub_mode=False)
+        except Abort as stop:
+            return Failed(stop.message)
+        except _SizeExceeded:
+            done = False
+        if not done:
+            return Unfit(invalid_pools=any(p.invalid for p in self.pools))
+        return Allocated([list(r) for r in self.result], [dict(c) for c in self.chosen])
+
+    # --- the pre-pass (upstream `Allocate` before `allocateOne`) ---------------------
+
+    def _prepare(self) -> Failed | None:
+        self.requests = [claim_requests(c) for c in self.claims]
+        self.result = [[] for _ in self.claims]
+        self.chosen = [{} for _ in self.claims]
+        for ci, claim in enumerate(self.claims):
+            minimum = 0
+            for ri, alternatives in enumerate(self.requests[ci]):
+                parent = alternatives[0].parent
+                if parent is not None and not self.features.prioritized_list:
+                    return Failed(f"claim {_kobj(claim)}, request {parent}: has subrequests, "
+                                  "but the DRAPrioritizedList feature is disabled")
+                least = None
+                for si, request in enumerate(alternatives):
+                    data = self._validate(ci, ri, si, request)
+                    self.data[(ci, ri, si)] = data
+                    least = data.num_devices if least is None else min(least, data.num_devices)
+                minimum += least or 0
+            if minimum > MAX_RESULTS:
+                return Failed(f"claim {_kobj(claim)}: number of requested devices {minimum} "
+                              f"exceeds the claim limit of {MAX_RESULTS}")
+            constraints: list[_Constraint] = []
+            for i, raw in enumerate(claim.devices.get("constraints") or []):
+                requests = set(raw.get("requests") or [])
+                if raw.get("matchAttribute"):
+                    constraints.append(_Constraint(requests, str(raw["matchAttribute"]), distinct=False))
+                elif raw.get("distinctAttribute") and self.features.consumable_capacity:
+                    constraints.append(_Constraint(requests, str(raw["distinctAttribute"]), distinct=True))
+                else:
+                    return Failed(f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
+                                  "(unsupported constraint type?)")
+            self.constraints.append(constraints)
+        return None
+
+    def _validate(self, ci: int, ri: int, si: int, request: Request) -> _Data:
+        """Upstream `validateDeviceRequest`; raises `Abort` with upstream's message."""
+        claim = self.claims[ci]
+        where = f"claim {_kobj(claim)}, request {request.name}"
+        if any(not s for s in request.selectors):
+            bad = next(i for i, s in enumerate(request.selectors) if not s)
+            raise Abort(f"{where}, selector #{bad}: CEL expression empty (unsupported selector type?)")
+        if request.admin_access and not self.features.admin_access:
+            raise Abort(f"{where}: admin access is requested, but the feature is disabled")
+        if not request.class_name:
+            raise Abort(f"{where}: missing device class name (unsupported request type?)")
+        klass = self.classes.get(request.class_name)
+        if klass is None:
+            raise Abort(f"{where}: could not retrieve device class {request.class_name}: "
+                        f'deviceclass.resource.k8s.io "{request.class_name}" not found')
+        data = _Data(request, klass, request.count)
+        if request.mode == "All":
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise Abort(f"{where}: asks for all devices, but resource pool {pool.id} "
+                                "is currently being updated")
+                if pool.invalid:
+                    raise Abort(f"{where}: asks for all devices, but resource pool {pool.id} "
+                                "is currently invalid")
+                for found, device in pool.devices():
+                    candidate = _Candidate((found.driver, found.pool, device.name), device, found, pool)
+                    if self._selectable((ci, ri, si), data, candidate):
+                        data.all_devices.append(candidate)
+            data.num_devices = len(data.all_devices)
+        elif request.mode != "ExactCount":
+            raise Abort(f"{where}: unsupported count mode {request.mode}")
+        return data
+
+    # --- the search (upstream `allocateOne`) ----------------------------------------
+
+    def _allocate_one(self, ci: int, ri: int, si: int, di: int, *, sub_mode: bool) -> bool:
+        if ci >= len(self.claims):
+            return True
+        if ri >= len(self.requests[ci]):
+            try:
+                return self._allocate_one(ci + 1, 0, 0, 0, sub_mode=False)
+            except _SizeExceeded:
+                return False
+        data = self.data[(ci, ri, si)]
+        if not sub_mode and data.request.parent is not None:
+            return self._try_subrequests(ci, ri, di)
+        request = data.request
+        every = request.mode == "All"
+        if every and not data.all_devices:
+            return False
+        if di >= data.num_devices:
+            return self._allocate_one(ci, ri + 1, 0, 0, sub_mode=False)
+        if len(self.result[ci]) + data.num_devices - di > MAX_RESULTS:
+            raise _SizeExceeded
+        if every:
+            candidate = data.all_devices[di]
+            undo = self._allocate_device(ci, ri, si, candidate, must=True)
+            if undo is None:
+                return False
+            if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
+                return True
+            undo()
+            return False
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for found, device in pool.devices():
+                candidate = _Candidate((found.driver, found.pool, device.name), device, found, pool)
+                if self._busy(candidate.key, ci, request) or not self._selectable((ci, ri, si), data, candidate):
+                    continue
+                undo = self._allocate_device(ci, ri, si, candidate, must=False)
+                if undo is None:
+                    continue
+                try:
+                    if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
+                        return True
+                except _SizeExceeded:
+                    undo()
+                    raise
+                undo()
+        return False
+
+    def _try_subrequests(self, ci: int, ri: int, di: int) -> bool:
+        all_exceeded = True
+        for si in range(len(self.requests[ci][ri])):
+            try:
+                success = self._allocate_one(ci, ri, si, di, sub_mode=True)
+            except _SizeExceeded:
+                continue
+            all_exceeded = False
+            if success:
+                self.chosen[ci][ri] = si
+                return True
+        if all_exceeded:
+            raise _SizeExceeded
+        return False
+
+    def _busy(self, key: DeviceKey, ci: int, request: Request) -> bool:
+        if request.admin_access:
+            return ci in self.allocating.get(key, ())
+        return key in self.allocated or bool(self.allocating.get(key))
+
+    def _selectable(self, indices: tuple[int, int, int], data: _Data, candidate: _Candidate) -> bool:
+        """Upstream `isSelectable`: class selectors, then the request's; cached per node."""
+        device = candidate.device
+        if not self.features.binding_conditions and device.binding_conditions:
+            return False
+        cache_key = (candidate.key, *indices)
+        known = self.match_cache.get(cache_key)
+        if known is not None:
+            return known
+        claim = self.claims[indices[0]]
+        ok = True
+        if data.klass is not None:
+            ok = self._selectors_match(data.klass.selectors, candidate,
+                                       f"class {data.klass.name}")
+        if ok:
+            ok = self._selectors_match(data.request.selectors, candidate, f"claim {_kobj(claim)}")
+        if ok and candidate.slice.per_device_node_selection:
+            ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
+        self.match_cache[cache_key] = ok
+        return ok
+
+    def _selectors_match(self, selectors: list[str], candidate: _Candidate, owner: str) -> bool:
+        driver = candidate.key[0]
+        for i, expression in enumerate(selectors):
+            matches, error = self.cache.matches(expression, driver, candidate.device)
+            if error is not None:
+                where = "/".join(candidate.key)
+                if error.startswith("compilation failed"):
+                    raise Abort(f"{owner}: selector #{i}: CEL compile error: {error}")
+                raise Abort(f"{owner}: selector #{i} on device {where}: CEL runtime error: {error}")
+            if not matches:
+                return False
+        return True
+
+    def _allocate_device(self, ci: int, ri: int, si: int, candidate: _Candidate, *,
+                         must: bool) -> Callable[[], None] | None:
+        """Upstream `allocateDevice`: None when the device cannot be added, else an undo."""
+        data = self.data[(ci, ri, si)]
+        request = data.request
+        if self._busy(candidate.key, ci, request):
+            return None
+        device = candidate.device
+        if device.consumes_counters and not (self.features.partitionable_devices
+                                             and self._take_counters(candidate)):
+            return None
+        base, sub = (request.parent, request.name) if request.parent else (request.name, "")
+        # Upstream returns here (and after a failed constraint) without giving the
+        # counters just taken back; kept, as the scheduler behaves so.
+        if self.features.device_taints and _taint_prevents(device, request):
+            return None
+        constraints = self.constraints[ci]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, device, candidate.key):
+                if must:
+                    raise Abort(f"claim {_kobj(self.claims[ci])}, request {request.name}: cannot add "
+                                f"device {'/'.join(candidate.key)} because a claim constraint "
+                                "would not be satisfied")
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub, candidate.key)
+                return None
+        self.allocating.setdefault(candidate.key, set()).add(ci)
+        before = len(self.result[ci])
+        driver, pool, name = candidate.key
+        self.result[ci].append(Result(request.full_name, driver, pool, name, request.admin_access))
+
+        def undo() -> None:
+            for constraint in constraints:
+                constraint.remove(base, sub, candidate.key)
+            self.allocating[candidate.key].discard(ci)
+            if device.consumes_counters:
+                self._release_counters(candidate)
+            del self.result[ci][before:]
+
+        return undo
+
+    # --- partitionable devices (upstream `checkAvailableCounters`) ---------------------
+
+    def _take_counters(self, candidate: _Candidate) -> bool:
+        pool = candidate.pool
+        available = self.available_counters.get(pool.id)
+        if available is None:
+            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            for found in [*pool.slices, *pool.other_slices]:
+                for device in found.devices:
+                    if (found.driver, found.pool, device.name) not in self.allocated:
+                        continue
+                    for set_name, counters in device.consumes_counters:
+                        for counter, amount in counters.items():
+                            if counter in available.get(set_name, {}):
+                                available[set_name][counter] -= amount
+            self.available_counters[pool.id] = available
+        consumed = self.consumed.setdefault(pool.id, {})
+        for set_name, counters in candidate.device.consumes_counters:
+            into = consumed.setdefault(set_name, {})
+            for counter, amount in counters.items():
+                into[counter] = into.get(counter, Fraction(0)) + amount
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for counter, amount in counters.items():
+                if amount < used.get(counter, 0):
+                    self._release_counters(candidate)
+                    return False
+        return True
+
+    def _release_counters(self, candidate: _Candidate) -> None:
+        consumed = self.consumed.get(candidate.pool.id, {})
+        for set_name, counters in candidate.device.consumes_counters:
+            for counter, amount in counters.items():
+                consumed[set_name][counter] -= amount
+
+
+@dataclass(slots=True)
+class _Constraint:
+    """matchAttribute (upstream `matchAttributeConstraint`) or distinctAttribute."""
+
+    requests: set[str]
+    attribute: str
+    distinct: bool
+    values: list[tuple[DeviceKey, tuple[str, Any]]] = field(default_factory=list)
+
+    def applies(self, base: str, sub: str) -> bool:
+        if not self.requests:
+            return True
+        return base in self.requests or (bool(sub) and f"{base}/{sub}" in self.requests)
+
+    def add(self, base: str, sub: str, device: Device, key: DeviceKey) -> bool:
+        if not self.applies(base, sub):
+            return True
+        value = lookup_attribute(device, key[0], self.attribute)
+        if value is None:
+            return False
+        if self.values:
+            if self.distinct:
+                if any(v == value for _, v in self.values):
+                    return False
+            elif self.values[0][1] != value:
+                return False
+        self.values.append((key, value))
+        return True
+
+    def remove(self, base: str, sub: str, key: DeviceKey) -> None:
+        if not self.applies(base, sub):
+            return
+        for i in range(len(self.values) - 1, -1, -1):
+            if self.values[i][0] == key:
+                del self.values[i]
+                return
+
+
+def lookup_attribute(device: Device, driver: str, name: str) -> tuple[str, Any] | None:
+    """Upstream `lookupAttribute`: the full name, or `<driver>/<id>` as the bare id."""
+    found = device.attributes.get(name)
+    if found is not None:
+        return found
+    domain, sep, ident = name.partition("/")
+    if not sep or domain != driver:
+        return None
+    return device.attributes.get(ident)
+
+
+def _taint_prevents(device: Device, request: Request) -> bool:
+    """Upstream `taintPreventsAllocation` with `resourceclaim.ToleratesTaint`."""
+    for taint in device.taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
+                tolerates(t, taint) for t in request.tolerations):
+            return True
+    return False
+
+
+def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def taint_blocks(device: Device, request: Request) -> bool:
+    return _taint_prevents(device, request)
+
+
+def _kobj(claim: Claim) -> str:
+    return f"{claim.namespace}/{claim.name}"
+
+
+# --- why an alternative was not taken ------------------------------------------------
+
+def describe_request(allocator: Allocator, ci: int, ri: int, si: int) -> str | None:
+    """Why one request or subrequest cannot be met on the node on its own; None if it can.
+
+    Counts the devices of the node's pools that the class and the request select, and
+    of those the ones already allocated (to claims outside this Pod) or tainted, the
+    way `allocateOne` and `allocateDevice` would skip them.
+    """
+    data = allocator.data.get((ci, ri, si))
+    if data is None:
+        return None
+    request, node = data.request, allocator.node.name
+    klass, need = request.class_name, data.request.count
+    of_class = matching = allocated = tainted = 0
+    incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
+    for pool in allocator.pools:
+        if pool.incomplete or pool.invalid:
+            continue
+        for found, device in pool.devices():
+            candidate = _Candidate((found.driver, found.pool, device.name), device, found, pool)
+            only_class = _Data(Request(request.name, request.parent, klass, [], request.mode,
+                                       request.count, request.admin_access, []), data.klass, 0)
+            if not allocator._selectable((ci, ri, -1 - si), only_class, candidate):
+                continue
+            of_class += 1
+            if not allocator._selectable((ci, ri, si), data, candidate):
+                continue
+            matching += 1
+            if not request.admin_access and candidate.key in allocator.allocated:
+                allocated += 1
+            elif allocator.features.device_taints and _taint_prevents(device, request):
+                tainted += 1
+    usable = matching - allocated - tainted
+    selectors = " && ".join(f"`{s}`" for s in request.selectors)
+    what = f"no device of class {klass}" + (f" matches {selectors}" if selectors else "")
+    suffix = f" (pools not usable: {', '.join(incomplete)})" if incomplete else ""
+    if of_class == 0:
+        return f"no device of class {klass} on {node}{suffix}"
+    if matching == 0:
+        return f"{what} on {node}: {of_class} of the class, none matches{suffix}"
+    if request.mode == "All":
+        if allocated or tainted:
+            return (f"asks for all {matching} devices of class {klass} on {node}: "
+                    f"{_busy_text(matching, allocated, tainted)}")
+        return None
+    if usable >= need:
+        return None
+    head = what if usable == 0 else f"needs {need} devices of class {klass}, {usable} free"
+    return f"{head} on {node}: {_busy_text(matching, allocated, tainted)}{suffix}"
+
+
+def _busy_text(matching: int, allocated: int, tainted: int) -> str:
+    noun = "candidate" if matching == 1 else "candidates"
+    parts = []
+    for count, word in ((allocated, "allocated"), (tainted, "tainted")):
+        if not count:
+            continue
+        if count == matching:
+            parts.append({1: word, 2: f"both {word}"}.get(count, f"all {word}"))
+        else:
+            parts.append(f"{count} {word}")
+    return f"{matching} {noun}" + (", " + ", ".join(parts) if parts else "")

@@ -1,0 +1,191 @@
+"""Per node: the pools whose slices reach it, as upstream gathers them.
+
+Upstream `structured/internal/stable/pools_stable.go` (`GatherPools`, `addSlice`,
+`buildPool`, `checkSlicesInPool`, `NodeMatches`) and the release facts the allocator
+depends on (`Features`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from draguard.schema.cluster.objects import Device, Node, NodeSelector, Slice
+from draguard.schema.model.releases import Release
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The allocator's feature gates at their defaults in one release.
+
+    From the release table where it has them; the others from upstream's
+    `pkg/features/kube_features.go` as remembered (no copy of that file was at hand):
+    DRAPartitionableDevices and DRADeviceBindingConditions beta (on) from 1.36.
+    """
+
+    prioritized_list: bool
+    admin_access: bool
+    device_taints: bool
+    partitionable_devices: bool
+    consumable_capacity: bool
+    binding_conditions: bool
+    sorted_pools: bool  # before 1.36 pools came out of a Go map: random order
+    scoring: bool  # the plugin scores nodes from 1.35
+
+    @classmethod
+    def of(cls, release: Release) -> Features:
+        minor = release.minor
+        return cls(prioritized_list=release.prioritized_list, admin_access=release.admin_access,
+                   device_taints=release.device_taints, partitionable_devices=minor >= 36,
+                   consumable_capacity=release.consumable_capacity,
+                   binding_conditions=minor >= 36, sorted_pools=minor >= 36, scoring=minor >= 35)
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    name: str
+    incomplete: bool = False
+    invalid: str | None = None
+    slices: list[Slice] = field(default_factory=list)  # those targeting the node
+    other_slices: list[Slice] = field(default_factory=list)
+    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    def devices(self) -> Iterable[tuple[Slice, Device]]:
+        for found in self.slices:
+            for device in found.devices:
+                yield found, device
+
+
+def selector_matches(selector: NodeSelector, node: Node) -> bool:
+    """`nodeaffinity.NewNodeSelector(...).Match(node)`: terms ORed, requirements ANDed."""
+    return any(_term_matches(term.expressions, term.fields, node) for term in selector
+               if term.expressions or term.fields)
+
+
+def _term_matches(expressions: Sequence[tuple[str, str, tuple[str, ...]]],
+                  fields: Sequence[tuple[str, str, tuple[str, ...]]], node: Node) -> bool:
+    for key, operator, values in expressions:
+        if not _requirement(node.labels.get(key), operator, values):
+            return False
+    for key, operator, values in fields:
+        value = node.name if key == "metadata.name" else None
+        if not _requirement(value, operator, values):
+            return False
+    return True
+
+
+def _requirement(value: str | None, operator: str, values: tuple[str, ...]) -> bool:
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if value is None or len(values) != 1 or not _is_int(value) or not _is_int(values[0]):
+        return False
+    return int(value) > int(values[0]) if operator == "Gt" else int(value) < int(values[0])
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def node_matches(node: Node, node_name: str, all_nodes: bool, selector: NodeSelector | None) -> bool:
+    """Upstream `NodeMatches`."""
+    if node_name:
+        return node.name == node_name
+    if all_nodes:
+        return True
+    if selector is not None:
+        return selector_matches(selector, node)
+    return False
+
+
+def gather_pools(slices: Sequence[Slice], node: Node, features: Features,
+                 by_pool: dict[tuple[str, str], list[Slice]]) -> list[Pool]:
+    """Upstream `GatherPools`; `by_pool` holds every slice per pool (for obsolescence)."""
+    pools: dict[tuple[str, str], list[Slice]] = {}
+    for found in slices:
+        if not features.partitionable_devices and (found.per_device_node_selection
+                                                   or found.shared_counters):
+            continue
+        if found.shared_counters:
+            _add_slice(pools, found)
+        elif found.node_name or found.all_nodes or found.node_selector is not None:
+            if node_matches(node, found.node_name, found.all_nodes, found.node_selector):
+                _add_slice(pools, found)
+        elif found.per_device_node_selection and any(
+                node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in found.devices):
+            _add_slice(pools, found)
+    result: list[Pool] = []
+    for (driver, name), members in pools.items():
+        wanted = members[0].slice_count
+        if len(members) == wanted:
+            result.append(_build_pool(driver, name, members, features, None))
+            continue
+        generation = members[0].generation
+        everything = by_pool.get((driver, name), [])
+        if any(s.generation > generation for s in everything):
+            continue  # obsolete: a newer generation is being published
+        same = [s for s in everything if s.generation == generation]
+        if len(same) != wanted:
+            result.append(Pool(driver, name, incomplete=True))
+            continue
+        result.append(_build_pool(driver, name, members, features, same))
+    if features.sorted_pools:
+        result.sort(key=lambda p: (p.driver, p.name))
+    return result
+
+
+def _add_slice(pools: dict[tuple[str, str], list[Slice]], found: Slice) -> None:
+    key = (found.driver, found.pool)
+    members = pools.get(key)
+    if members is None or found.generation > members[0].generation:
+        pools[key] = [found]
+    elif found.generation == members[0].generation:
+        members.append(found)
+
+
+def _build_pool(driver: str, name: str, members: list[Slice], features: Features,
+                everything: list[Slice] | None) -> Pool:
+    """Upstream `buildPool`: validation failures make the pool invalid, not an error."""
+    pool = Pool(driver, name)
+    device_slices = [s for s in members if not (features.partitionable_devices and s.shared_counters)]
+    seen: set[str] = set()
+    for found in device_slices:
+        for device in found.devices:
+            if device.name in seen:
+                pool.invalid = f"duplicate device name {device.name}"
+                return pool
+            seen.add(device.name)
+    pool.slices = device_slices
+    if not features.partitionable_devices:
+        return pool
+    for found in members:
+        for set_name, counters in found.shared_counters.items():
+            if set_name in pool.counter_sets:
+                pool.invalid = f"duplicate counter set name {set_name}"
+                return pool
+            pool.counter_sets[set_name] = counters
+    names = {s.name for s in members}
+    pool.other_slices = [s for s in everything or () if s.name not in names]
+    for found in [*members, *pool.other_slices]:
+        for device in found.devices:
+            for set_name, counters in device.consumes_counters:
+                available = pool.counter_sets.get(set_name)
+                if available is None:
+                    pool.invalid = f"counter set {set_name} not found"
+                    return pool
+                for counter in counters:
+                    if counter not in available:
+                        pool.invalid = f"counter {counter} not found in counter set {set_name}"
+                        return pool
+    return pool

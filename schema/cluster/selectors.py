@@ -1,0 +1,143 @@
+"""Evaluating selector CEL against one device, with cel-go's semantics where they matter.
+
+The checker's environment (`cel.environment`) types attribute values as `any` and
+capacities as the opaque `kubernetes.Quantity`, which the binding cannot hold at run
+time; evaluation uses the same declarations with attribute values as `dyn` and
+quantities as integers of thousandths (upstream compares `Quantity` values exactly,
+and thousandths are exact for every capacity a driver publishes in practice). The
+quantity functions get implementations; semver, URL, IP and CIDR functions do not,
+and an expression that calls one is a CEL runtime error here (docs: README "explain").
+
+cel-go semantics kept: a missing attribute is a runtime error ("no such key") that
+aborts the Pod (`structured/internal/stable/allocator_stable.go` `selectorsMatch`);
+an unknown attribute domain is an empty map (upstream `cel/compile.go` gives every
+domain a map); `&&` and `||` absorb an error when the other side decides.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import yaml
+from cel_expr_python import cel
+
+from draguard.schema.cel import environment as checker
+from draguard.schema.cluster.quantity import milli_value, parse_quantity
+
+_DOMAIN = re.compile(r"""device\.(?:attributes|capacity)\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
+_DROPPED = frozenset({"quantity_add_int", "quantity_sub_int"})  # ambiguous over thousandths
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """True/False, or the runtime error text (upstream wording after `CEL runtime error:`)."""
+
+    matches: bool
+    error: str | None = None
+
+
+def _retyped(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value.get("type_name") == checker.QUANTITY:
+            return {"type_name": "int"}
+        if value.get("type_name") == "any":
+            return {"type_name": "dyn"}
+        return {k: _retyped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_retyped(v) for v in value]
+    return value
+
+
+def _quantity(text: str) -> int:
+    parsed = parse_quantity(text)
+    if parsed is None:
+        raise ValueError(f"quantities must match the regular expression: {text!r}")
+    return milli_value(parsed)
+
+
+_IMPLS: dict[str, Any] = {
+    "string_to_quantity": _quantity,
+    "is_quantity_string": lambda text: parse_quantity(text) is not None,
+    "quantity_sign": lambda q: (q > 0) - (q < 0),
+    "quantity_is_greater_than": lambda a, b: a > b,
+    "quantity_is_less_than": lambda a, b: a < b,
+    "quantity_compare_to": lambda a, b: (a > b) - (a < b),
+    "quantity_add": lambda a, b: a + b,
+    "quantity_sub": lambda a, b: a - b,
+    "quantity_as_integer": lambda q: q // 1000,
+    "quantity_is_integer": lambda q: q % 1000 == 0,
+    "quantity_as_float": lambda q: q / 1000,
+}
+
+
+@functools.lru_cache(maxsize=2)
+def _environment(consumable_capacity: bool) -> cel.Env:
+    config = _retyped(yaml.safe_load(checker.config_yaml()))
+    for function in config["functions"]:
+        function["overloads"] = [o for o in function["overloads"] if o["id"] not in _DROPPED]
+    config["variables"] = [v for v in config["variables"] if v["name"] != "device"]
+    config["variables"].append({"name": "device.driver", "type_name": "string"})
+    if consumable_capacity:
+        config["variables"].append({"name": "device.allowMultipleAllocations", "type_name": "bool"})
+    return cel.NewEnv(checker._pool(checker.EnvFlags(consumable_capacity)),
+                      config=cel.NewEnvConfigFromYaml(yaml.safe_dump(config)),
+                      function_impls=_IMPLS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(expression: str, consumable_capacity: bool) -> tuple[Any, tuple[str, ...]]:
+    """The program and the attribute domains the expression names literally."""
+    program = _environment(consumable_capacity).compile(expression)
+    domains = tuple(sorted({a or b for a, b in _DOMAIN.findall(expression)}))
+    return program, domains
+
+
+def compile_error(expression: str, *, consumable_capacity: bool) -> str | None:
+    try:
+        _compile(expression, consumable_capacity)
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def evaluate(expression: str, *, driver: str, attributes: dict[str, dict[str, Any]],
+             capacity: dict[str, dict[str, int]], allow_multiple: bool = False,
+             consumable_capacity: bool = False) -> Outcome:
+    """Whether the device matches; an error is upstream's runtime error (never raised)."""
+    try:
+        program, domains = _compile(expression, consumable_capacity)
+    except RuntimeError as exc:
+        return Outcome(False, f"compilation failed: {exc}")
+    if any(d not in attributes or d not in capacity for d in domains):
+        attributes = {**{d: {} for d in domains}, **attributes}
+        capacity = {**{d: {} for d in domains}, **capacity}
+    data: dict[str, Any] = {"device.attributes": attributes, "device.capacity": capacity,
+                            "device.driver": driver}
+    if consumable_capacity:
+        data["device.allowMultipleAllocations"] = allow_multiple
+    try:
+        value = program.eval(data=data)
+    except Exception as exc:  # the binding raises for what cel-go returns as an error value
+        return Outcome(False, _go_wording(str(exc)))
+    if value.type() == cel.Type.ERROR:
+        return Outcome(False, _go_wording(str(value.plain_value())))
+    result = value.plain_value()
+    if not isinstance(result, bool):
+        return Outcome(False, f"expression result must be bool, got {type(result).__name__}")
+    return Outcome(result)
+
+
+def _go_wording(text: str) -> str:
+    """cel-go's text for the C++ runtime's errors, where they differ."""
+    match = re.search(r'Key not found in map : "?([^"]*)"?', text)
+    if match:
+        return f"no such key: {match.group(1)}"
+    return re.sub(r"^[A-Z_]+: ", "", text)
+
+
+def as_fraction(milli: int) -> Fraction:
+    return Fraction(milli, 1000)

@@ -1,0 +1,380 @@
+"""Explain: which alternative each node would give a Pod's claims, and why (issue 19).
+
+For each Pod (or each unallocated claim alone when no Pod is given) and each node,
+the allocator runs as the scheduler's DynamicResources plugin runs it in Filter: the
+Pod's unallocated claims together, the allocated devices of every other claim out of
+reach (`cluster.allocator`). Then the plugin's scoring (from 1.35) over the feasible
+nodes, and for every alternative not taken the first reason it failed.
+
+The output is `contract.md` §6: `to_json` gives the JSON object, `render_text` the
+table a person reads at a glance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from draguard.schema.cluster.allocator import (
+    Abort,
+    Allocated,
+    Allocator,
+    Failed,
+    Result,
+    SelectorCache,
+    Unfit,
+    claim_requests,
+    describe_request,
+)
+from draguard.schema.cluster.inventory import Claim, Inventory, pod_claim_names
+from draguard.schema.cluster.objects import Node, Slice
+from draguard.schema.cluster.pools import Features, gather_pools, selector_matches
+from draguard.schema.model.releases import Release
+
+# Upstream's scoring: per firstAvailable request, the first alternative scores 8, the
+# next 7, … (at most 8 subrequests, so never below 1), summed per node; then
+# NormalizeScore: 100 × raw / max. As the plugin's code does it, not as the KEP says
+# (issue 19; the plugin source was not at hand, the rule is the issue's reading of it).
+TOP_ALTERNATIVE_SCORE = 8
+MAX_NODE_SCORE = 100
+
+
+@dataclass(slots=True)
+class Rejected:
+    subrequest: str
+    reason: str
+
+
+@dataclass(slots=True)
+class Alternative:
+    request: str
+    chosen: str | None
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ClaimOutcome:
+    name: str
+    results: list[Result] | None
+    alternatives: list[Alternative] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NodeOutcome:
+    node: str
+    feasible: bool
+    reason: str | None = None
+    claims: list[ClaimOutcome] = field(default_factory=list)
+    raw_score: int | None = None
+    score: int | None = None
+    rank: int = 0  # 1 = first alternative everywhere, larger = worse; 0 infeasible
+
+
+@dataclass(slots=True)
+class PodOutcome:
+    namespace: str
+    name: str | None
+    error: str | None = None
+    nodes: list[NodeOutcome] = field(default_factory=list)
+
+    @property
+    def schedulable(self) -> bool:
+        return self.error is None and any(n.feasible for n in self.nodes)
+
+
+@dataclass(slots=True)
+class Explanation:
+    release: Release
+    patch: int | None
+    pods: list[PodOutcome]
+
+    @property
+    def version(self) -> str:
+        return self.release.name + (f".{self.patch}" if self.patch is not None else "")
+
+
+def explain(inventory: Inventory, *, release: Release, patch: int | None = None,
+            node_name: str | None = None) -> Explanation:
+    features = Features.of(release)
+    nodes = _nodes(inventory)
+    if node_name is not None:
+        nodes = [n for n in nodes if n.name == node_name]
+    by_pool: dict[tuple[str, str], list[Slice]] = {}
+    for found in inventory.slices:
+        by_pool.setdefault((found.driver, found.pool), []).append(found)
+    cache = SelectorCache(features.consumable_capacity)
+    allocated = inventory.allocated_devices()
+    pods: list[PodOutcome] = []
+    for unit in _units(inventory):
+        pods.append(_explain_unit(unit, inventory, nodes, by_pool, features, cache, allocated,
+                                  release=release, patch=patch))
+    return Explanation(release, patch, pods)
+
+
+@dataclass(slots=True)
+class _Unit:
+    namespace: str
+    name: str | None
+    claims: list[Claim]
+    error: str | None = None
+
+
+def _nodes(inventory: Inventory) -> list[Node]:
+    """The Nodes read, by name; without any, one per node a slice names (no labels)."""
+    if inventory.nodes:
+        return sorted(inventory.nodes, key=lambda n: n.name)
+    names = sorted({s.node_name for s in inventory.slices if s.node_name})
+    return [Node(name, {}) for name in names]
+
+
+def _units(inventory: Inventory) -> Iterator[_Unit]:
+    if not inventory.pods:
+        for claim in inventory.claims.values():
+            if claim.allocated is None:
+                yield _Unit(claim.namespace, None, [claim])
+        return
+    for pod in inventory.pods:
+        unit = _Unit(pod.namespace, pod.name, [])
+        for claim_name, template in pod_claim_names(pod):
+            found = inventory.claims.get((pod.namespace, claim_name))
+            if found is None and template is not None:
+                base = inventory.templates.get((pod.namespace, template))
+                if base is None:
+                    unit.error = f'resourceclaimtemplate.resource.k8s.io "{template}" not found'
+                    break
+                found = Claim(pod.namespace, claim_name, base.devices, None, origin=base.origin)
+            if found is None:
+                unit.error = f'resourceclaim.resource.k8s.io "{claim_name}" not found'
+                break
+            unit.claims.append(found)
+        yield unit
+
+
+def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
+                  by_pool: dict[tuple[str, str], list[Slice]], features: Features,
+                  cache: SelectorCache, allocated: set[tuple[str, str, str]], *,
+                  release: Release, patch: int | None) -> PodOutcome:
+    outcome = PodOutcome(unit.namespace, unit.name, unit.error)
+    if unit.error is not None:
+        return outcome
+    pending = [c for c in unit.claims if c.allocated is None]
+    done = [c for c in unit.claims if c.allocated is not None]
+    for node in nodes:
+        node_outcome = _explain_node(node, unit, pending, done, inventory, by_pool, features,
+                                     cache, allocated)
+        if isinstance(node_outcome, str):
+            return PodOutcome(unit.namespace, unit.name, node_outcome)
+        outcome.nodes.append(node_outcome)
+    _score(outcome, features, pending)
+    if _crashes(release, patch, pending, done, outcome):
+        return PodOutcome(unit.namespace, unit.name,
+                          "the scheduler panics in Score for a Pod with both allocated and "
+                          f"unallocated claims (upstream bug in {release.name}.{patch})")
+    return outcome
+
+
+def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Claim],
+                  inventory: Inventory, by_pool: dict[tuple[str, str], list[Slice]],
+                  features: Features, cache: SelectorCache,
+                  allocated: set[tuple[str, str, str]]) -> NodeOutcome | str:
+    for claim in done:
+        if claim.node_selector is not None and not selector_matches(claim.node_selector, node):
+            return NodeOutcome(node.name, False,
+                               f"claim {claim.name} is allocated to devices {node.name} cannot reach")
+    pools = gather_pools(inventory.slices, node, features, by_pool)
+    allocator = Allocator(node, pending, pools, inventory.classes, allocated, features, cache)
+    result = allocator.allocate()
+    if isinstance(result, Failed):
+        return result.message
+    claims = [_claim_outcome(allocator, ci, claim, result) for ci, claim in enumerate(pending)]
+    claims += [ClaimOutcome(c.name, [Result("", *key, admin) for key, admin in c.allocated or ()])
+               for c in done]
+    order = {c.name: i for i, c in enumerate(unit.claims)}
+    claims.sort(key=lambda c: order.get(c.name, 0))
+    if isinstance(result, Unfit):
+        reason = _first_reason(claims) or (
+            "invalid resource pools were encountered" if result.invalid_pools
+            else "the requests cannot all be met together (shared devices or constraints)")
+        return NodeOutcome(node.name, False, reason, claims)
+    rank = 1 + sum(c_index for ch in result.chosen for c_index in ch.values())
+    return NodeOutcome(node.name, True, None, claims, rank=rank)
+
+
+def _claim_outcome(allocator: Allocator, ci: int, claim: Claim,
+                   result: Allocated | Unfit) -> ClaimOutcome:
+    chosen = result.chosen[ci] if isinstance(result, Allocated) else {}
+    outcome = ClaimOutcome(claim.name, result.results[ci] if isinstance(result, Allocated) else None)
+    for ri, alternatives in enumerate(claim_requests(claim)):
+        parent = alternatives[0].parent
+        if parent is None:
+            if isinstance(result, Unfit):
+                reason = _describe(allocator, ci, ri, 0)
+                if reason is not None:
+                    outcome.alternatives.append(
+                        Alternative(alternatives[0].name, None, [Rejected("", reason)]))
+            continue
+        taken = chosen.get(ri)
+        alternative = Alternative(parent, None if taken is None else alternatives[taken].name)
+        for si, sub in enumerate(alternatives[: len(alternatives) if taken is None else taken]):
+            reason = _describe(allocator, ci, ri, si) or (
+                "fits alone, but not together with the Pod's other requests and constraints")
+            alternative.rejected.append(Rejected(sub.name, reason))
+        outcome.alternatives.append(alternative)
+    return outcome
+
+
+def _describe(allocator: Allocator, ci: int, ri: int, si: int) -> str | None:
+    try:
+        return describe_request(allocator, ci, ri, si)
+    except Abort as stop:
+        return stop.message
+
+
+def _first_reason(claims: list[ClaimOutcome]) -> str | None:
+    for claim in claims:
+        for alternative in claim.alternatives:
+            if alternative.chosen is None and alternative.rejected:
+                first = alternative.rejected[0]
+                name = f"{alternative.request}/{first.subrequest}" if first.subrequest else alternative.request
+                if all(r.reason.startswith("fits alone") for r in alternative.rejected):
+                    continue
+                return f"claim {claim.name}, request {name}: {first.reason}"
+    return None
+
+
+def _score(outcome: PodOutcome, features: Features, pending: list[Claim]) -> None:
+    """Upstream's Score and NormalizeScore; none before 1.35 or with < 2 feasible nodes."""
+    feasible = [n for n in outcome.nodes if n.feasible]
+    if not features.scoring or len(feasible) < 2:
+        return
+    for node in feasible:
+        raw = 0
+        for claim in node.claims:
+            for alternative in claim.alternatives:
+                if alternative.chosen is not None:
+                    raw += TOP_ALTERNATIVE_SCORE - len(alternative.rejected)
+        node.raw_score = raw
+    best = max(n.raw_score or 0 for n in feasible)
+    for node in feasible:
+        node.score = (node.raw_score or 0) * MAX_NODE_SCORE // best if best else 0
+
+
+def _crashes(release: Release, patch: int | None, pending: list[Claim], done: list[Claim],
+             outcome: PodOutcome) -> bool:
+    """1.35.0–1.35.5 and 1.36.0–1.36.1 panic scoring a Pod with mixed claims (issue 19)."""
+    if patch is None or not pending or not done or sum(n.feasible for n in outcome.nodes) < 2:
+        return False
+    return (release.minor == 35 and patch <= 5) or (release.minor == 36 and patch <= 1)
+
+
+# --- output ------------------------------------------------------------------------------
+
+def to_json(explanation: Explanation) -> dict[str, Any]:
+    return {"kubernetesVersion": explanation.version,
+            "pods": [_pod_json(p) for p in explanation.pods]}
+
+
+def _pod_json(pod: PodOutcome) -> dict[str, Any]:
+    return {"namespace": pod.namespace, "name": pod.name, "error": pod.error,
+            "nodes": [] if pod.error else [_node_json(n) for n in pod.nodes]}
+
+
+def _node_json(node: NodeOutcome) -> dict[str, Any]:
+    return {"node": node.node, "feasible": node.feasible, "score": node.score,
+            "rawScore": node.raw_score, "reason": node.reason,
+            "claims": [_claim_json(c, node.feasible) for c in node.claims]}
+
+
+def _claim_json(claim: ClaimOutcome, feasible: bool) -> dict[str, Any]:
+    return {"name": claim.name,
+            "results": [_result_json(r) for r in claim.results or ()] if feasible else None,
+            "alternatives": [{"request": a.request, "chosen": a.chosen,
+                              "rejected": [{"subrequest": r.subrequest, "reason": r.reason}
+                                           for r in a.rejected]}
+                             for a in claim.alternatives]}
+
+
+def _result_json(result: Result) -> dict[str, Any]:
+    out: dict[str, Any] = {"request": result.request, "driver": result.driver,
+                           "pool": result.pool, "device": result.device}
+    if result.admin_access:
+        out["adminAccess"] = True
+    return out
+
+
+def render_text(explanation: Explanation, *, detail: bool = False) -> str:
+    """Per Pod: nodes grouped by outcome with counts, best first; `detail` tells all."""
+    lines = [f"Kubernetes {explanation.version}"]
+    for pod in explanation.pods:
+        title = f"Pod {pod.namespace}/{pod.name}" if pod.name else (
+            f"claim {pod.namespace}/{_claim_names(pod)}")
+        lines.append("")
+        lines.append(title)
+        if pod.error is not None:
+            lines.append(f"  scheduling error: {pod.error}")
+            continue
+        if not pod.nodes:
+            lines.append("  no nodes")
+            continue
+        lines.extend(_detail_lines(pod) if detail else _summary_lines(pod))
+    return "\n".join(lines) + "\n"
+
+
+def _claim_names(pod: PodOutcome) -> str:
+    return next((c.name for n in pod.nodes for c in n.claims), "?")
+
+
+def _choice(node: NodeOutcome) -> str:
+    picks = [f"{c.name}:{a.request}→{a.chosen}" for c in node.claims for a in c.alternatives
+             if a.chosen is not None]
+    return ", ".join(picks) if picks else "as requested"
+
+
+def _summary_lines(pod: PodOutcome) -> list[str]:
+    groups: dict[str, list[NodeOutcome]] = {}
+    for node in pod.nodes:
+        key = _choice(node) if node.feasible else "infeasible"
+        groups.setdefault(key, []).append(node)
+    ordered = sorted(groups.items(), key=lambda kv: (
+        kv[0] == "infeasible", min(n.rank for n in kv[1]) if kv[0] != "infeasible" else 0,
+        -max(n.score or 0 for n in kv[1])))
+    out: list[str] = []
+    for key, members in ordered:
+        out.append(f"  {len(members):>5} node{'s' if len(members) != 1 else ' '}  {key}")
+        members = sorted(members, key=lambda n: (-(n.score or 0), n.node))
+        shown = members[:5]
+        for node in shown:
+            if node.feasible:
+                score = "" if node.score is None else f"  score {node.score} (raw {node.raw_score})"
+                devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}"
+                                    for c in node.claims for r in c.results or ())
+                out.append(f"         {node.node}{score}: {devices}")
+            else:
+                out.append(f"         {node.node}: {node.reason}")
+        if len(members) > len(shown):
+            out.append(f"         … {len(members) - len(shown)} more")
+    return out
+
+
+def _detail_lines(pod: PodOutcome) -> list[str]:
+    out: list[str] = []
+    for node in pod.nodes:
+        state = "feasible" if node.feasible else "infeasible"
+        score = "" if node.score is None else f", score {node.score} (raw {node.raw_score})"
+        out.append(f"  node {node.node}: {state}{score}")
+        if node.reason:
+            out.append(f"    reason: {node.reason}")
+        for claim in node.claims:
+            out.append(f"    claim {claim.name}")
+            for result in claim.results or ():
+                admin = " (admin access)" if result.admin_access else ""
+                out.append(f"      {result.request or '(allocated)'}: "
+                           f"{result.driver}/{result.pool}/{result.device}{admin}")
+            for alternative in claim.alternatives:
+                out.append(f"      request {alternative.request}: "
+                           f"{'chose ' + alternative.chosen if alternative.chosen else 'nothing fits'}")
+                for rejected in alternative.rejected:
+                    label = rejected.subrequest or alternative.request
+                    out.append(f"        {label}: {rejected.reason}")
+    return out
