@@ -193,9 +193,12 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
     order = {c.name: i for i, c in enumerate(unit.claims)}
     claims.sort(key=lambda c: order.get(c.name, 0))
     if isinstance(result, Unfit):
-        reason = _first_reason(claims) or (
-            "invalid resource pools were encountered" if result.invalid_pools
-            else "the requests cannot all be met together (shared devices or constraints)")
+        # Upstream's own words first: Allocate returns this error when it found no
+        # solution and some pool was invalid (allocator_stable.go, end of Allocate).
+        invalid = [f"{p.id}: {p.invalid}" for p in pools if p.invalid]
+        reason = (f"invalid resource pools were encountered ({'; '.join(invalid)})" if invalid
+                  else _first_reason(claims)
+                  or "the requests cannot all be met together (shared devices or constraints)")
         return NodeOutcome(node.name, False, reason, claims)
     rank = 1 + sum(c_index for ch in result.chosen for c_index in ch.values())
     return NodeOutcome(node.name, True, None, claims, rank=rank)
