@@ -38,6 +38,7 @@ from draguard.schema.model.releases import Release
 # (issue 19; the plugin source was not at hand, the rule is the issue's reading of it).
 TOP_ALTERNATIVE_SCORE = 8
 MAX_NODE_SCORE = 100
+_TOGETHER = "fits alone, but not together with the Pod's other requests and constraints"
 
 
 @dataclass(slots=True)
@@ -220,8 +221,7 @@ def _claim_outcome(allocator: Allocator, ci: int, claim: Claim,
         taken = chosen.get(ri)
         alternative = Alternative(parent, None if taken is None else alternatives[taken].name)
         for si, sub in enumerate(alternatives[: len(alternatives) if taken is None else taken]):
-            reason = _describe(allocator, ci, ri, si) or (
-                "fits alone, but not together with the Pod's other requests and constraints")
+            reason = _describe(allocator, ci, ri, si) or _TOGETHER
             alternative.rejected.append(Rejected(sub.name, reason))
         outcome.alternatives.append(alternative)
     return outcome
@@ -235,14 +235,18 @@ def _describe(allocator: Allocator, ci: int, ri: int, si: int) -> str | None:
 
 
 def _first_reason(claims: list[ClaimOutcome]) -> str | None:
+    """The first request (in claim order) that cannot be met alone, with every reason."""
     for claim in claims:
         for alternative in claim.alternatives:
-            if alternative.chosen is None and alternative.rejected:
-                first = alternative.rejected[0]
-                name = f"{alternative.request}/{first.subrequest}" if first.subrequest else alternative.request
-                if all(r.reason.startswith("fits alone") for r in alternative.rejected):
-                    continue
-                return f"claim {claim.name}, request {name}: {first.reason}"
+            rejected = alternative.rejected
+            if alternative.chosen is not None or not rejected:
+                continue
+            if all(r.reason.startswith(_TOGETHER) for r in rejected):
+                continue
+            if len(rejected) == 1 and not rejected[0].subrequest:
+                return f"claim {claim.name}, request {alternative.request}: {rejected[0].reason}"
+            reasons = "; ".join(f"{r.subrequest}: {r.reason}" for r in rejected)
+            return f"claim {claim.name}, request {alternative.request}: no alternative fits ({reasons})"
     return None
 
 
