@@ -291,8 +291,12 @@ class Allocator:
             undo = self._allocate_device(ci, ri, si, candidate, must=True)
             if undo is None:
                 return False
-            if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
-                return True
+            try:
+                if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
+                    return True
+            except _SizeExceeded:
+                undo()
+                raise
             undo()
             return False
         for pool in self.pools:

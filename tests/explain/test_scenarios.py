@@ -46,7 +46,8 @@ def test_upstream_scenario(path: pathlib.Path) -> None:
     [node] = pod.nodes
     if "results" in expect:
         assert node.feasible, node.reason
-        got = {c.name: [f"{r.request} {r.driver}/{r.pool}/{r.device}" for r in c.results or ()]
+        got = {c.name: [f"{r.request} {r.driver}/{r.pool}/{r.device}" + " admin" * r.admin_access
+                        for r in c.results or ()]
                for c in node.claims}
         assert got == expect["results"]
     else:
