@@ -28,8 +28,8 @@ from draguard.schema.cluster.allocator import (
     describe_request,
 )
 from draguard.schema.cluster.inventory import Claim, Inventory, pod_claim_names
-from draguard.schema.cluster.objects import Node, Slice
-from draguard.schema.cluster.pools import Features, gather_pools, selector_matches
+from draguard.schema.cluster.objects import Node
+from draguard.schema.cluster.pools import Features, SliceIndex, gather_pools, selector_matches
 from draguard.schema.model.releases import Release
 
 # Upstream's scoring: per firstAvailable request, the first alternative scores 8, the
@@ -101,9 +101,7 @@ def explain(inventory: Inventory, *, release: Release, patch: int | None = None,
     nodes = _nodes(inventory)
     if node_name is not None:
         nodes = [n for n in nodes if n.name == node_name]
-    by_pool: dict[tuple[str, str], list[Slice]] = {}
-    for found in inventory.slices:
-        by_pool.setdefault((found.driver, found.pool), []).append(found)
+    by_pool = SliceIndex(inventory.slices)
     cache = SelectorCache(features.consumable_capacity)
     allocated = inventory.allocated_devices()
     pods: list[PodOutcome] = []
@@ -153,7 +151,7 @@ def _units(inventory: Inventory) -> Iterator[_Unit]:
 
 
 def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
-                  by_pool: dict[tuple[str, str], list[Slice]], features: Features,
+                  by_pool: SliceIndex, features: Features,
                   cache: SelectorCache, allocated: set[tuple[str, str, str]], *,
                   release: Release, patch: int | None) -> PodOutcome:
     outcome = PodOutcome(unit.namespace, unit.name, unit.error)
@@ -176,14 +174,14 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
 
 
 def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Claim],
-                  inventory: Inventory, by_pool: dict[tuple[str, str], list[Slice]],
+                  inventory: Inventory, by_pool: SliceIndex,
                   features: Features, cache: SelectorCache,
                   allocated: set[tuple[str, str, str]]) -> NodeOutcome | str:
     for claim in done:
         if claim.node_selector is not None and not selector_matches(claim.node_selector, node):
             return NodeOutcome(node.name, False,
                                f"claim {claim.name} is allocated to devices {node.name} cannot reach")
-    pools = gather_pools(inventory.slices, node, features, by_pool)
+    pools = gather_pools(by_pool, node, features)
     allocator = Allocator(node, pending, pools, inventory.classes, allocated, features, cache)
     result = allocator.allocate()
     if isinstance(result, Failed):

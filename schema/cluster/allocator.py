@@ -16,14 +16,14 @@ or `Failed` (an error that upstream returns from `Allocate`, which aborts the Po
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from draguard.schema.cluster.inventory import Claim, DeviceKey
-from draguard.schema.cluster.objects import Device, DeviceClass, Node, Slice
-from draguard.schema.cluster.pools import Features, Pool, node_matches
+from draguard.schema.cluster.objects import Device, DeviceClass, Node
+from draguard.schema.cluster.pools import Candidate, Features, Pool, node_matches
 from draguard.schema.cluster.selectors import evaluate
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
@@ -78,7 +78,17 @@ class Request:
 
 
 def claim_requests(claim: Claim) -> list[list[Request]]:
-    """Per request of the hub spec: [the exact request] or its subrequests in order."""
+    """Per request of the hub spec: [the exact request] or its subrequests in order.
+
+    Read once per claim (the claim's spec does not change during a run).
+    """
+    if claim.parsed is None:
+        claim.parsed = _parse_requests(claim)
+    parsed: list[list[Request]] = claim.parsed
+    return parsed
+
+
+def _parse_requests(claim: Claim) -> list[list[Request]]:
     out: list[list[Request]] = []
     for raw in claim.devices.get("requests") or []:
         name = str(raw.get("name", ""))
@@ -100,19 +110,18 @@ def _request(raw: dict[str, Any], name: str, parent: str | None) -> Request:
 
 
 @dataclass(slots=True)
-class _Candidate:
-    key: DeviceKey
-    device: Device
-    slice: Slice
-    pool: Pool
-
-
-@dataclass(slots=True)
 class _Data:
     request: Request
     klass: DeviceClass | None
     num_devices: int
-    all_devices: list[_Candidate] = field(default_factory=list)
+    all_devices: list[Candidate] = field(default_factory=list)
+    selector_key: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        klass = self.klass
+        self.selector_key = (klass.name if klass else None,
+                             tuple(klass.selectors) if klass else (),
+                             tuple(self.request.selectors))
 
 
 class SelectorCache:
@@ -124,21 +133,12 @@ class SelectorCache:
 
     def __init__(self, consumable_capacity: bool) -> None:
         self.consumable_capacity = consumable_capacity
-        self._outcomes: dict[tuple[str, int], tuple[bool, str | None]] = {}
-        self._signatures: dict[int, tuple[int, Device]] = {}
-
-    def _signature(self, driver: str, device: Device) -> int:
-        known = self._signatures.get(id(device))
-        if known is not None and known[1] is device:
-            return known[0]
-        attributes, capacity = device.cel_inputs(driver)
-        signature = hash((driver, repr(sorted(attributes.items())), repr(sorted(capacity.items())),
-                          device.allow_multiple_allocations))
-        self._signatures[id(device)] = (signature, device)
-        return signature
+        self._outcomes: dict[tuple[str, tuple[str, str]], tuple[bool, str | None]] = {}
+        self.selections: dict[tuple[tuple[Any, ...], tuple[str, str]], bool] = {}
+        self.by_slice: dict[tuple[tuple[Any, ...], int], list[int]] = {}
 
     def matches(self, expression: str, driver: str, device: Device) -> tuple[bool, str | None]:
-        key = (expression, self._signature(driver, device))
+        key = (expression, device.signature(driver))
         found = self._outcomes.get(key)
         if found is None:
             attributes, capacity = device.cel_inputs(driver)
@@ -177,9 +177,9 @@ class Allocator:
     data: dict[tuple[int, int, int], _Data] = field(default_factory=dict)
     constraints: list[list[_Constraint]] = field(default_factory=list)
     allocating: dict[DeviceKey, set[int]] = field(default_factory=dict)
+    selected: dict[tuple[int, int, int], list[Candidate] | None] = field(default_factory=dict)
     result: list[list[Result]] = field(default_factory=list)
     chosen: list[dict[int, int]] = field(default_factory=list)
-    match_cache: dict[tuple[DeviceKey, int, int, int], bool] = field(default_factory=dict)
     available_counters: dict[str, dict[str, dict[str, Fraction]]] = field(default_factory=dict)
     consumed: dict[str, dict[str, dict[str, Fraction]]] = field(default_factory=dict)
 
@@ -256,8 +256,7 @@ class Allocator:
                 if pool.invalid:
                     raise Abort(f"{where}: asks for all devices, but resource pool {pool.id} "
                                 "is currently invalid")
-                for found, device in pool.devices():
-                    candidate = _Candidate((found.driver, found.pool, device.name), device, found, pool)
+                for candidate in pool.candidates():
                     if self._selectable((ci, ri, si), data, candidate):
                         data.all_devices.append(candidate)
             data.num_devices = len(data.all_devices)
@@ -299,24 +298,62 @@ class Allocator:
                 raise
             undo()
             return False
-        for pool in self.pools:
-            if pool.incomplete or pool.invalid:
+        selected = self._selected(ci, ri, si, data)
+        for candidate in selected if selected is not None else self._usable_candidates():
+            if self._busy(candidate.key, ci, request) or (
+                    selected is None and not self._selectable((ci, ri, si), data, candidate)):
                 continue
-            for found, device in pool.devices():
-                candidate = _Candidate((found.driver, found.pool, device.name), device, found, pool)
-                if self._busy(candidate.key, ci, request) or not self._selectable((ci, ri, si), data, candidate):
-                    continue
-                undo = self._allocate_device(ci, ri, si, candidate, must=False)
-                if undo is None:
-                    continue
-                try:
-                    if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
-                        return True
-                except _SizeExceeded:
-                    undo()
-                    raise
+            undo = self._allocate_device(ci, ri, si, candidate, must=False)
+            if undo is None:
+                continue
+            try:
+                if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
+                    return True
+            except _SizeExceeded:
                 undo()
+                raise
+            undo()
         return False
+
+    def _usable_candidates(self) -> Iterator[Candidate]:
+        for pool in self.pools:
+            if not (pool.incomplete or pool.invalid):
+                yield from pool.candidates()
+
+    def _selected(self, ci: int, ri: int, si: int, data: _Data) -> list[Candidate] | None:
+        """The candidates the request selects on this node, in search order; made once.
+
+        None when selecting every device would meet a CEL error: then the search checks
+        device by device as upstream does, so that an error aborts the Pod only if the
+        search gets to that device.
+        """
+        indices = (ci, ri, si)
+        if indices in self.selected:
+            return self.selected[indices]
+        found: list[Candidate] | None
+        chosen: list[Candidate] = []
+        by_slice = self.cache.by_slice
+        try:
+            for pool in self.pools:
+                if pool.incomplete or pool.invalid:
+                    continue
+                for found_slice, members in pool.candidates_by_slice():
+                    if found_slice.per_device_node_selection:
+                        chosen += [c for c in members if self._selectable(indices, data, c)]
+                        continue
+                    # The same slice reaches many nodes (allNodes, node selectors): what
+                    # it offers a selector set is worked out once per run.
+                    key = (data.selector_key, id(found_slice))
+                    picked = by_slice.get(key)
+                    if picked is None:
+                        picked = [i for i, c in enumerate(members) if self._selectable(indices, data, c)]
+                        by_slice[key] = picked
+                    chosen += [members[i] for i in picked]
+            found = chosen
+        except Abort:
+            found = None
+        self.selected[indices] = found
+        return found
 
     def _try_subrequests(self, ci: int, ri: int, di: int) -> bool:
         all_exceeded = True
@@ -338,32 +375,39 @@ class Allocator:
             return ci in self.allocating.get(key, ())
         return key in self.allocated or bool(self.allocating.get(key))
 
-    def _selectable(self, indices: tuple[int, int, int], data: _Data, candidate: _Candidate) -> bool:
-        """Upstream `isSelectable`: class selectors, then the request's; cached per node."""
+    def _selectable(self, indices: tuple[int, int, int], data: _Data, candidate: Candidate) -> bool:
+        """Upstream `isSelectable`: class selectors, then the request's.
+
+        The selector outcome is remembered per selector set and device content across
+        every node of the run (`SelectorCache.selections`); per-device node selection
+        is checked per node.
+        """
         device = candidate.device
         if not self.features.binding_conditions and device.binding_conditions:
             return False
-        cache_key = (candidate.key, *indices)
-        known = self.match_cache.get(cache_key)
-        if known is not None:
-            return known
-        claim = self.claims[indices[0]]
-        ok = True
-        if data.klass is not None:
-            ok = self._selectors_match(data.klass.selectors, candidate,
-                                       f"class {data.klass.name}")
-        if ok:
-            ok = self._selectors_match(data.request.selectors, candidate, f"claim {_kobj(claim)}")
+        signature = device._signature or device.signature(candidate.key[0])
+        cache_key = (data.selector_key, signature)
+        selections = self.cache.selections
+        ok = selections.get(cache_key)
+        if ok is None:
+            claim = self.claims[indices[0]]
+            ok = True
+            if data.klass is not None:
+                ok = self._selectors_match(data.klass.selectors, candidate, data.klass, claim)
+            if ok:
+                ok = self._selectors_match(data.request.selectors, candidate, None, claim)
+            selections[cache_key] = ok
         if ok and candidate.slice.per_device_node_selection:
             ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
-        self.match_cache[cache_key] = ok
         return ok
 
-    def _selectors_match(self, selectors: list[str], candidate: _Candidate, owner: str) -> bool:
+    def _selectors_match(self, selectors: list[str], candidate: Candidate,
+                         klass: DeviceClass | None, claim: Claim) -> bool:
         driver = candidate.key[0]
         for i, expression in enumerate(selectors):
             matches, error = self.cache.matches(expression, driver, candidate.device)
             if error is not None:
+                owner = f"class {klass.name}" if klass is not None else f"claim {_kobj(claim)}"
                 where = "/".join(candidate.key)
                 if error.startswith("compilation failed"):
                     raise Abort(f"{owner}: selector #{i}: CEL compile error: {error}")
@@ -372,7 +416,7 @@ class Allocator:
                 return False
         return True
 
-    def _allocate_device(self, ci: int, ri: int, si: int, candidate: _Candidate, *,
+    def _allocate_device(self, ci: int, ri: int, si: int, candidate: Candidate, *,
                          must: bool) -> Callable[[], None] | None:
         """Upstream `allocateDevice`: None when the device cannot be added, else an undo."""
         data = self.data[(ci, ri, si)]
@@ -415,7 +459,7 @@ class Allocator:
 
     # --- partitionable devices (upstream `checkAvailableCounters`) ---------------------
 
-    def _take_counters(self, candidate: _Candidate) -> bool:
+    def _take_counters(self, candidate: Candidate) -> bool:
         pool = candidate.pool
         available = self.available_counters.get(pool.id)
         if available is None:
@@ -442,7 +486,7 @@ class Allocator:
                     return False
         return True
 
-    def _release_counters(self, candidate: _Candidate) -> None:
+    def _release_counters(self, candidate: Candidate) -> None:
         consumed = self.consumed.get(candidate.pool.id, {})
         for set_name, counters in candidate.device.consumes_counters:
             for counter, amount in counters.items():
@@ -544,13 +588,13 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int) -> str | N
     klass, need = request.class_name, data.request.count
     of_class = matching = allocated = tainted = 0
     incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
+    only_class = _Data(Request(request.name, request.parent, klass, [], request.mode,
+                               request.count, request.admin_access, []), data.klass, 0)
     for pool in allocator.pools:
         if pool.incomplete or pool.invalid:
             continue
-        for found, device in pool.devices():
-            candidate = _Candidate((found.driver, found.pool, device.name), device, found, pool)
-            only_class = _Data(Request(request.name, request.parent, klass, [], request.mode,
-                                       request.count, request.admin_access, []), data.klass, 0)
+        for candidate in pool.candidates():
+            device = candidate.device
             if not allocator._selectable((ci, ri, -1 - si), only_class, candidate):
                 continue
             of_class += 1

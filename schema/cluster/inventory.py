@@ -70,6 +70,7 @@ class Claim:
     allocated: list[tuple[DeviceKey, bool]] | None  # results (device, adminAccess); None: not allocated
     node_selector: NodeSelector | None = None  # status.allocation.nodeSelector
     origin: Origin = NOWHERE
+    parsed: Any = None  # the allocator's reading of `devices`, made once (allocator.py)
 
 
 @dataclass(slots=True)

@@ -70,6 +70,15 @@ class Device:
     binding_conditions: bool = False
     allow_multiple_allocations: bool = False
     _cel: tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]] | None = None
+    _signature: tuple[str, str] | None = None
+
+    def signature(self, driver: str) -> tuple[str, str]:
+        """What a selector can see of the device, as a key: equal keys, equal outcomes."""
+        if self._signature is None:
+            self._signature = (driver, repr((sorted(self.attributes.items()),
+                                             sorted(self.capacity.items()),
+                                             self.allow_multiple_allocations)))
+        return self._signature
 
     def cel_inputs(self, driver: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
         """Attributes and capacity by domain, unqualified names under the driver's own.

@@ -7,9 +7,10 @@ depends on (`Features`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NamedTuple
 
 from draguard.schema.cluster.objects import Device, Node, NodeSelector, Slice
 from draguard.schema.model.releases import Release
@@ -42,6 +43,18 @@ class Features:
                    binding_conditions=minor >= 36, sorted_pools=minor >= 36, scoring=minor >= 35)
 
 
+class Candidate(NamedTuple):
+    """One device of a pool that reaches the node, with its ID (driver, pool, device).
+
+    A named tuple: one is made per device per node, and a frozen dataclass costs more.
+    """
+
+    key: tuple[str, str, str]
+    device: Device
+    slice: Slice
+    pool: Pool
+
+
 @dataclass(slots=True)
 class Pool:
     driver: str
@@ -51,15 +64,25 @@ class Pool:
     slices: list[Slice] = field(default_factory=list)  # those targeting the node
     other_slices: list[Slice] = field(default_factory=list)
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    _candidates: list[Candidate] | None = None
+    _by_slice: list[tuple[Slice, list[Candidate]]] | None = None
 
     @property
     def id(self) -> str:
         return f"{self.driver}/{self.name}"
 
-    def devices(self) -> Iterable[tuple[Slice, Device]]:
-        for found in self.slices:
-            for device in found.devices:
-                yield found, device
+    def candidates(self) -> list[Candidate]:
+        """The devices of the slices that target the node, in slice order (made once)."""
+        if self._candidates is None:
+            self._candidates = [c for _, members in self.candidates_by_slice() for c in members]
+        return self._candidates
+
+    def candidates_by_slice(self) -> list[tuple[Slice, list[Candidate]]]:
+        if self._by_slice is None:
+            self._by_slice = [(found, [Candidate((found.driver, found.pool, device.name), device,
+                                                 found, self) for device in found.devices])
+                              for found in self.slices]
+        return self._by_slice
 
 
 def selector_matches(selector: NodeSelector, node: Node) -> bool:
@@ -109,11 +132,38 @@ def node_matches(node: Node, node_name: str, all_nodes: bool, selector: NodeSele
     return False
 
 
-def gather_pools(slices: Sequence[Slice], node: Node, features: Features,
-                 by_pool: dict[tuple[str, str], list[Slice]]) -> list[Pool]:
-    """Upstream `GatherPools`; `by_pool` holds every slice per pool (for obsolescence)."""
+class SliceIndex:
+    """The slices by the node they name, so that gathering per node is not a scan of all.
+
+    Slices with `nodeName` are found by name; the others (all nodes, a node selector,
+    per-device selection, counter sets) are looked at for every node. Within a node
+    the slices keep their input order (`ordinal`), which upstream's result may depend
+    on before 1.36 (see `Features.sorted_pools`).
+    """
+
+    def __init__(self, slices: Sequence[Slice]) -> None:
+        self.by_node: dict[str, list[tuple[int, Slice]]] = {}
+        self.general: list[tuple[int, Slice]] = []
+        self.by_pool: dict[tuple[str, str], list[Slice]] = {}
+        for ordinal, found in enumerate(slices):
+            self.by_pool.setdefault((found.driver, found.pool), []).append(found)
+            if found.node_name and not found.shared_counters:
+                self.by_node.setdefault(found.node_name, []).append((ordinal, found))
+            else:
+                self.general.append((ordinal, found))
+
+    def for_node(self, node: Node) -> list[Slice]:
+        named = self.by_node.get(node.name, [])
+        if not self.general:
+            return [found for _, found in named]
+        return [found for _, found in sorted([*named, *self.general], key=lambda e: e[0])]
+
+
+def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool]:
+    """Upstream `GatherPools` over the slices that may reach the node."""
+    by_pool = index.by_pool
     pools: dict[tuple[str, str], list[Slice]] = {}
-    for found in slices:
+    for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection
                                                    or found.shared_counters):
             continue
