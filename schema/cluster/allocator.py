@@ -430,7 +430,7 @@ class Allocator:
         base, sub = (request.parent, request.name) if request.parent else (request.name, "")
         # Upstream returns here (and after a failed constraint) without giving the
         # counters just taken back; kept, as the scheduler behaves so.
-        if self.features.device_taints and _taint_prevents(device, request):
+        if device.taints and self.features.device_taints and _taint_prevents(device, request):
             return None
         constraints = self.constraints[ci]
         for i, constraint in enumerate(constraints):
@@ -586,25 +586,24 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int) -> str | N
         return None
     request, node = data.request, allocator.node.name
     klass, need = request.class_name, data.request.count
-    of_class = matching = allocated = tainted = 0
     incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
-    only_class = _Data(Request(request.name, request.parent, klass, [], request.mode,
-                               request.count, request.admin_access, []), data.klass, 0)
-    for pool in allocator.pools:
-        if pool.incomplete or pool.invalid:
-            continue
-        for candidate in pool.candidates():
-            device = candidate.device
-            if not allocator._selectable((ci, ri, -1 - si), only_class, candidate):
-                continue
-            of_class += 1
-            if not allocator._selectable((ci, ri, si), data, candidate):
-                continue
-            matching += 1
-            if not request.admin_access and candidate.key in allocator.allocated:
-                allocated += 1
-            elif allocator.features.device_taints and _taint_prevents(device, request):
-                tainted += 1
+    selected = allocator._selected(ci, ri, si, data)
+    if selected is None:  # some device gives a CEL error: say which
+        selected = [c for c in allocator._usable_candidates()
+                    if allocator._selectable((ci, ri, si), data, c)]
+    matching, allocated, tainted = len(selected), 0, 0
+    for candidate in selected:
+        if not request.admin_access and candidate.key in allocator.allocated:
+            allocated += 1
+        elif candidate.device.taints and allocator.features.device_taints and _taint_prevents(
+                candidate.device, request):
+            tainted += 1
+    of_class = matching
+    if matching == 0:
+        only_class = _Data(Request(request.name, request.parent, klass, [], request.mode,
+                                   request.count, request.admin_access, []), data.klass, 0)
+        class_only = allocator._selected(ci, ri, -1 - si, only_class)
+        of_class = len(class_only) if class_only is not None else 0
     usable = matching - allocated - tainted
     selectors = " && ".join(f"`{s}`" for s in request.selectors)
     what = f"no device of class {klass}" + (f" matches {selectors}" if selectors else "")
