@@ -30,6 +30,7 @@ from draguard.schema.cluster.allocator import (
 from draguard.schema.cluster.inventory import Claim, Inventory, pod_claim_names
 from draguard.schema.cluster.objects import Node
 from draguard.schema.cluster.pools import Features, SliceIndex, gather_pools, selector_matches
+from draguard.schema.cluster.quota import QuotaVerdict, check_quotas
 from draguard.schema.model.releases import Release
 
 # Upstream's scoring: per firstAvailable request, the first alternative scores 8, the
@@ -78,10 +79,15 @@ class PodOutcome:
     name: str | None
     error: str | None = None
     nodes: list[NodeOutcome] = field(default_factory=list)
+    quota: list[QuotaVerdict] | None = None  # None: no ResourceQuota in the input
+
+    @property
+    def refused(self) -> bool:
+        return any(v.refused for v in self.quota or ())
 
     @property
     def schedulable(self) -> bool:
-        return self.error is None and any(n.feasible for n in self.nodes)
+        return self.error is None and not self.refused and any(n.feasible for n in self.nodes)
 
 
 @dataclass(slots=True)
@@ -106,8 +112,16 @@ def explain(inventory: Inventory, *, release: Release, patch: int | None = None,
     allocated = inventory.allocated_devices()
     pods: list[PodOutcome] = []
     for unit in _units(inventory):
-        pods.append(_explain_unit(unit, inventory, nodes, by_pool, features, cache, allocated,
-                                  release=release, patch=patch))
+        outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, allocated,
+                                release=release, patch=patch)
+        if inventory.quotas:
+            # Only claims the Pod's creation makes (from templates) are charged; existing
+            # claims were charged when they were created.
+            created = [c for c in unit.claims if (c.namespace, c.name) not in inventory.claims]
+            if unit.name is None:
+                created = unit.claims  # a lone claim: preview its own creation
+            outcome.quota = check_quotas(unit.namespace, created, inventory.quotas)
+        pods.append(outcome)
     return Explanation(release, patch, pods)
 
 
@@ -281,8 +295,13 @@ def to_json(explanation: Explanation) -> dict[str, Any]:
 
 
 def _pod_json(pod: PodOutcome) -> dict[str, Any]:
-    return {"namespace": pod.namespace, "name": pod.name, "error": pod.error,
-            "nodes": [] if pod.error else [_node_json(n) for n in pod.nodes]}
+    out = {"namespace": pod.namespace, "name": pod.name, "error": pod.error,
+           "nodes": [] if pod.error else [_node_json(n) for n in pod.nodes]}
+    if pod.quota is not None:  # only when the input has ResourceQuotas (README "explain")
+        out["quota"] = [{"quota": v.quota, "resource": v.resource, "hard": str(v.hard),
+                         "used": str(v.used), "charge": v.charge, "refused": v.refused}
+                        for v in pod.quota]
+    return out
 
 
 def _node_json(node: NodeOutcome) -> dict[str, Any]:
@@ -316,6 +335,10 @@ def render_text(explanation: Explanation, *, detail: bool = False) -> str:
             f"claim {pod.namespace}/{_claim_names(pod)}")
         lines.append("")
         lines.append(title)
+        for verdict in pod.quota or ():
+            lines.append(f"  quota: {verdict.render()}")
+        if pod.refused:
+            lines.append("  creation would be refused: a ResourceQuota is exceeded")
         if pod.error is not None:
             lines.append(f"  scheduling error: {pod.error}")
             continue

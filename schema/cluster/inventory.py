@@ -186,7 +186,9 @@ def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release
         if found_pod is not None:
             inventory.pods.append(found_pod)
     elif kind == "ResourceQuota" and api_version == "v1":
-        inventory.quotas.append(obj)
+        meta = dict(obj.get("metadata") or {}) if isinstance(obj.get("metadata"), dict) else {}
+        meta.setdefault("namespace", namespace)
+        inventory.quotas.append({**obj, "metadata": meta})
         problems = []
     elif identify(obj) is not None:
         problems = _add_claim(inventory, obj, origin, release, namespace)

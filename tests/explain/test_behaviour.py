@@ -167,3 +167,42 @@ def test_scores_sum_over_claims() -> None:
     pod = _explain(objects)
     scores = {n.node: (n.raw_score, n.score) for n in pod.nodes}
     assert scores == {"n1": (15, 100), "n2": (14, 93)}
+
+
+def _quota(hard: dict[str, str], used: dict[str, str] | None = None) -> dict[str, Any]:
+    quota: dict[str, Any] = {"apiVersion": "v1", "kind": "ResourceQuota",
+                             "metadata": {"name": "q", "namespace": "default"},
+                             "spec": {"hard": hard}}
+    if used is not None:
+        quota["status"] = {"used": used}
+    return quota
+
+
+def test_quota_charges_largest_alternative_per_class() -> None:
+    """A firstAvailable request charges, per class, its largest count: 3 here, over a hard 2."""
+    request = {"name": "r", "firstAvailable": [
+        {"name": "one", "deviceClassName": "gpu", "count": 1},
+        {"name": "three", "deviceClassName": "gpu", "count": 3}]}
+    objects = [CLASS, _node("n1"), _slice("n1", _device("a")), _claim("c", [request]),
+               _quota({"gpu.deviceclass.resource.k8s.io/devices": "2", "resourceclaims": "10"})]
+    pod = _explain(objects)
+    assert pod.quota is not None
+    verdicts = {v.resource: (v.charge, v.refused) for v in pod.quota}
+    assert verdicts == {"gpu.deviceclass.resource.k8s.io/devices": (3, True),
+                        "resourceclaims": (1, False)}
+    assert pod.refused and not pod.schedulable
+
+
+def test_quota_counts_all_as_32_and_used() -> None:
+    """`All` charges 32; usage in status counts against the limit."""
+    request = {"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}
+    objects = [CLASS, _node("n1"), _slice("n1", _device("a")), _claim("c", [request]),
+               _quota({"gpu.deviceclass.resource.k8s.io/devices": "40"},
+                      {"gpu.deviceclass.resource.k8s.io/devices": "8"})]
+    [verdict] = _explain(objects).quota or []
+    assert (verdict.charge, verdict.refused) == (32, False)
+
+
+def test_no_quota_key_without_quotas() -> None:
+    """Without ResourceQuotas in the input there is no quota verdict (JSON keys unchanged)."""
+    assert _explain(_two_nodes()).quota is None
