@@ -27,6 +27,8 @@ from draguard.schema.cluster.pools import Candidate, Features, Pool, node_matche
 from draguard.schema.cluster.selectors import evaluate
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
+_NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
+                     "guarding the check with has() for optional fields")  # cel/errors.go
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,8 +292,9 @@ class Allocator:
             undo = self._allocate_device(ci, ri, si, candidate, must=True)
             if undo is None:
                 return False
+            following = 0 if self.features.all_subrequest_bug else si
             try:
-                if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
+                if self._allocate_one(ci, ri, following, di + 1, sub_mode=sub_mode):
                     return True
             except _SizeExceeded:
                 undo()
@@ -411,6 +414,10 @@ class Allocator:
                 where = "/".join(candidate.key)
                 if error.startswith("compilation failed"):
                     raise Abort(f"{owner}: selector #{i}: CEL compile error: {error}")
+                if not self.features.cel_error_names_device:
+                    raise Abort(f"{owner}: selector #{i}: CEL runtime error: {error}")
+                if "no such key:" in error:
+                    error += _NO_SUCH_KEY_HINT
                 raise Abort(f"{owner}: selector #{i} on device {where}: CEL runtime error: {error}")
             if not matches:
                 return False

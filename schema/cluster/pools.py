@@ -33,6 +33,14 @@ class Features:
     binding_conditions: bool
     sorted_pools: bool  # before 1.36 pools came out of a Go map: random order
     scoring: bool  # the plugin scores nodes from 1.35
+    # Before 1.36 an All-mode subrequest after the first went on, after its first
+    # device, with subrequest 0's data (allocator_stable.go allocateOne dropped
+    # `subRequestIndex`; fixed by "DRA: Fix incorrect behavior when using
+    # AllocationModeAll with PrioritizedList", in 1.36.0).
+    all_subrequest_bug: bool
+    # From 1.37 a CEL runtime error names the device and hints at `.?`/has()
+    # ("DRA: add hint for CEL "no such key" errors", cel/errors.go EnhanceRuntimeError).
+    cel_error_names_device: bool
 
     @classmethod
     def of(cls, release: Release) -> Features:
@@ -40,7 +48,8 @@ class Features:
         return cls(prioritized_list=release.prioritized_list, admin_access=release.admin_access,
                    device_taints=release.device_taints, partitionable_devices=minor >= 36,
                    consumable_capacity=release.consumable_capacity,
-                   binding_conditions=minor >= 36, sorted_pools=minor >= 36, scoring=minor >= 35)
+                   binding_conditions=minor >= 36, sorted_pools=minor >= 36, scoring=minor >= 35,
+                   all_subrequest_bug=minor <= 35, cel_error_names_device=minor >= 37)
 
 
 class Candidate(NamedTuple):

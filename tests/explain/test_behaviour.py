@@ -70,11 +70,17 @@ def _two_nodes(*selectors: str) -> list[dict[str, Any]]:
             _slice("n2", _device("a", model="h100")), _claim("c", [_exact("r", *selectors)])]
 
 
-def test_missing_attribute_aborts_the_pod() -> None:
+@pytest.mark.parametrize(("version", "message"), [
+    pytest.param("1.36", "claim default/c: selector #0: CEL runtime error: no such key: memory",
+                 id="1.36"),
+    pytest.param("1.37", "claim default/c: selector #0 on device d.example.com/n1/a: CEL runtime "
+                 "error: no such key: memory. consider using CEL optional chaining (.? followed "
+                 "by orValue()) or guarding the check with has() for optional fields", id="1.37"),
+])
+def test_missing_attribute_aborts_the_pod(version: str, message: str) -> None:
     """A selector reading an attribute a device lacks is a CEL runtime error for the Pod."""
-    pod = _explain(_two_nodes('device.attributes["d.example.com"].memory == "x"'))
-    assert pod.error == ("claim default/c: selector #0 on device d.example.com/n1/a: "
-                         "CEL runtime error: no such key: memory")
+    pod = _explain(_two_nodes('device.attributes["d.example.com"].memory == "x"'), version)
+    assert pod.error == message
     assert not pod.nodes
 
 
@@ -206,3 +212,23 @@ def test_quota_counts_all_as_32_and_used() -> None:
 def test_no_quota_key_without_quotas() -> None:
     """Without ResourceQuotas in the input there is no quota verdict (JSON keys unchanged)."""
     assert _explain(_two_nodes()).quota is None
+
+
+def _all_second() -> list[dict[str, Any]]:
+    request = {"name": "r", "firstAvailable": [
+        {"name": "four", "deviceClassName": "gpu", "count": 4},
+        {"name": "every", "deviceClassName": "gpu", "allocationMode": "All"}]}
+    return [CLASS, _node("n1"), _slice("n1", _device("a"), _device("b")), _claim("c", [request])]
+
+
+def test_all_after_first_subrequest_fixed_in_1_36() -> None:
+    """From 1.36 an All subrequest after the first takes every device."""
+    [node] = _explain(_all_second(), "1.36").nodes
+    assert [f"{r.request} {r.device}" for c in node.claims for r in c.results or ()] == [
+        "r/every a", "r/every b"]
+
+
+def test_all_after_first_subrequest_bug_before_1_36() -> None:
+    """Before 1.36 it continues after one device with subrequest 0 (count 4): no fit."""
+    [node] = _explain(_all_second(), "1.35").nodes
+    assert not node.feasible
