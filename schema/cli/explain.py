@@ -16,7 +16,14 @@ from typing import BinaryIO, TextIO
 
 from draguard.schema import explain
 from draguard.schema.cli.lint import _write, parse_patch
-from draguard.schema.cluster.inventory import Inventory, read_inventory
+from draguard.schema.cluster import live
+from draguard.schema.cluster.inventory import (
+    Inventory,
+    add_objects,
+    check_references,
+    read_inventory,
+)
+from draguard.schema.cluster.live import LiveError
 from draguard.schema.model import releases
 
 EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
@@ -35,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="draguard explain", description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="+", metavar="PATH",
+    parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin: "
                              "Pods, claims, templates, DeviceClasses, ResourceSlices, Nodes")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -43,8 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="imitate this release, 1.34 to 1.37, or a patch release "
                              "such as 1.35.2 (default: %(default)s)")
     parser.add_argument("--node", metavar="NAME", help="only this node, with its full story")
-    parser.add_argument("-n", "--namespace", default="default",
-                        help="namespace for objects without one, as kubectl fills it")
+    parser.add_argument("-n", "--namespace",
+                        help="namespace for objects without one, as kubectl fills it "
+                             "(default: the context's, else default)")
+    live = parser.add_argument_group("a live cluster")
+    live.add_argument("--from-cluster", action="store_true",
+                      help="read DeviceClasses, ResourceSlices, Nodes, claims, templates and "
+                           "quotas from the cluster (PATHs add the Pods to explain)")
+    live.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    live.add_argument("--context", help="kubeconfig context (default: the current one)")
+    live.add_argument("--in-cluster", action="store_true",
+                      help="use the Pod's service account instead of a kubeconfig")
+    live.add_argument("--pod", metavar="NAME", help="also read this Pod from the cluster")
     return parser
 
 
@@ -57,12 +74,18 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
     try:
         args = parser.parse_args(list(argv))
         release = _release(args.kubernetes_version)
+        if not args.paths and not args.from_cluster:
+            raise _UsageError("give PATHs, --from-cluster, or both")
     except _UsageError as exc:
         err.write(f"{parser.format_usage()}draguard explain: error: {exc}\n")
         return EXIT_USAGE
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_OK
-    inventory = read_inventory(args.paths, release=release, namespace=args.namespace, stdin=stdin)
+    try:
+        inventory = _inventory(args, release, stdin, err)
+    except LiveError as exc:
+        err.write(f"draguard explain: {exc}\n")
+        return EXIT_USAGE
     for bad in inventory.unreadable:
         err.write(f"draguard explain: cannot read {bad.name}: {bad.reason}\n")
     if inventory.unreadable:
@@ -82,6 +105,28 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
         err.write("draguard explain: nothing to explain: no Pod and no unallocated claim\n")
         return EXIT_UNSCHEDULABLE
     return EXIT_OK if all(p.schedulable for p in result.pods) else EXIT_UNSCHEDULABLE
+
+
+def _inventory(args: argparse.Namespace, release: releases.Release, stdin: BinaryIO | None,
+               err: TextIO) -> Inventory:
+    """Files first (the Pods to explain), then the live cluster when asked."""
+    if not args.from_cluster:
+        return read_inventory(args.paths, release=release, namespace=args.namespace or "default",
+                              stdin=stdin)
+    api, context_namespace = live.connect(live.Target(args.kubeconfig, args.context,
+                                                      args.in_cluster))
+    namespace = args.namespace or context_namespace or "default"
+    inventory = read_inventory(args.paths, release=release, namespace=namespace, stdin=stdin)
+
+    def progress(line: str) -> None:
+        err.write(f"\r{line}\033[K" if err.isatty() else f"{line}\n")
+
+    objects = live.list_objects(api, namespace=namespace, pod=args.pod, progress=progress)
+    add_objects(inventory, objects, source="cluster", release=release, namespace=namespace)
+    if err.isatty():
+        err.write("\n")
+    check_references(inventory)
+    return inventory
 
 
 def _release(version: str) -> releases.Release:
