@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -50,8 +50,8 @@ ROUTES = {
 
 
 class _Handler(BaseHTTPRequestHandler):
-    objects: dict[str, list[dict[str, Any]]] = {}
-    seen: list[str] = []
+    objects: ClassVar[dict[str, list[dict[str, Any]]]] = {}
+    seen: ClassVar[list[str]] = []
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
