@@ -27,6 +27,7 @@ from draguard.schema.cluster.pools import Candidate, Features, Pool, node_matche
 from draguard.schema.cluster.selectors import evaluate
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
+_UNKNOWN: Any = object()
 _NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
                      "guarding the check with has() for optional fields")  # cel/errors.go
 
@@ -117,13 +118,12 @@ class _Data:
     klass: DeviceClass | None
     num_devices: int
     all_devices: list[Candidate] = field(default_factory=list)
-    selector_key: tuple[Any, ...] = ()
+    selector_id: int = -1  # SelectorCache.selector_id of the class's and request's selectors
 
-    def __post_init__(self) -> None:
+    def selector_key(self) -> tuple[Any, ...]:
         klass = self.klass
-        self.selector_key = (klass.name if klass else None,
-                             tuple(klass.selectors) if klass else (),
-                             tuple(self.request.selectors))
+        return (klass.name if klass else None, tuple(klass.selectors) if klass else (),
+                tuple(self.request.selectors))
 
 
 class SelectorCache:
@@ -135,9 +135,14 @@ class SelectorCache:
 
     def __init__(self, consumable_capacity: bool) -> None:
         self.consumable_capacity = consumable_capacity
-        self._outcomes: dict[tuple[str, tuple[str, str]], tuple[bool, str | None]] = {}
-        self.selections: dict[tuple[tuple[Any, ...], tuple[str, str]], bool] = {}
-        self.by_slice: dict[tuple[tuple[Any, ...], int], list[int]] = {}
+        self._outcomes: dict[tuple[str, str], tuple[bool, str | None]] = {}
+        self.selections: dict[tuple[int, str], bool] = {}
+        self.by_slice: dict[tuple[int, int], list[int]] = {}
+        self._selector_ids: dict[tuple[Any, ...], int] = {}
+
+    def selector_id(self, key: tuple[Any, ...]) -> int:
+        """A small number per distinct selector set: cheap to hash in the keys above."""
+        return self._selector_ids.setdefault(key, len(self._selector_ids))
 
     def matches(self, expression: str, driver: str, device: Device) -> tuple[bool, str | None]:
         key = (expression, device.signature(driver))
@@ -331,8 +336,9 @@ class Allocator:
         search gets to that device.
         """
         indices = (ci, ri, si)
-        if indices in self.selected:
-            return self.selected[indices]
+        known: list[Candidate] | None = self.selected.get(indices, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known
         found: list[Candidate] | None
         chosen: list[Candidate] = []
         by_slice = self.cache.by_slice
@@ -341,12 +347,15 @@ class Allocator:
                 if pool.incomplete or pool.invalid:
                     continue
                 for found_slice, members in pool.candidates_by_slice():
-                    if found_slice.per_device_node_selection:
+                    if found_slice.node_name or found_slice.per_device_node_selection:
+                        # Reaches this node only (or differs per node): nothing to share.
                         chosen += [c for c in members if self._selectable(indices, data, c)]
                         continue
                     # The same slice reaches many nodes (allNodes, node selectors): what
                     # it offers a selector set is worked out once per run.
-                    key = (data.selector_key, id(found_slice))
+                    if data.selector_id < 0:
+                        data.selector_id = self.cache.selector_id(data.selector_key())
+                    key = (data.selector_id, id(found_slice))
                     picked = by_slice.get(key)
                     if picked is None:
                         picked = [i for i, c in enumerate(members) if self._selectable(indices, data, c)]
@@ -389,7 +398,9 @@ class Allocator:
         if not self.features.binding_conditions and device.binding_conditions:
             return False
         signature = device._signature or device.signature(candidate.key[0])
-        cache_key = (data.selector_key, signature)
+        if data.selector_id < 0:
+            data.selector_id = self.cache.selector_id(data.selector_key())
+        cache_key = (data.selector_id, signature)
         selections = self.cache.selections
         ok = selections.get(cache_key)
         if ok is None:

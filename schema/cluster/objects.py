@@ -70,14 +70,14 @@ class Device:
     binding_conditions: bool = False
     allow_multiple_allocations: bool = False
     _cel: tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]] | None = None
-    _signature: tuple[str, str] | None = None
+    _signature: str | None = None
 
-    def signature(self, driver: str) -> tuple[str, str]:
+    def signature(self, driver: str) -> str:
         """What a selector can see of the device, as a key: equal keys, equal outcomes."""
         if self._signature is None:
-            self._signature = (driver, repr((sorted(self.attributes.items()),
-                                             sorted(self.capacity.items()),
-                                             self.allow_multiple_allocations)))
+            self._signature = driver + "\0" + repr((sorted(self.attributes.items()),
+                                                    sorted(self.capacity.items()),
+                                                    self.allow_multiple_allocations))
         return self._signature
 
     def cel_inputs(self, driver: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
@@ -317,6 +317,11 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
         return None
     attributes: dict[str, tuple[str, Any]] = {}
     for key, attribute in _map(raw.get("attributes")).items():
+        if type(attribute) is dict and len(attribute) == 1:  # the usual shape: one typed value
+            ((kind, value),) = attribute.items()
+            if kind in _ATTRIBUTE_TYPES and value is not None:
+                attributes[key] = (kind, value)
+                continue
         typed = [(t, _map(attribute).get(t)) for t in _ATTRIBUTE_TYPES
                  if _map(attribute).get(t) is not None]
         if len(typed) != 1:

@@ -6,6 +6,7 @@ summed, never printed back, so a `Fraction` (exact, like upstream's inf.Dec) suf
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -23,6 +24,11 @@ def parse_quantity(text: object) -> Fraction | None:
         return Fraction(text)
     if not isinstance(text, str):
         return None
+    return _parse_text(text)
+
+
+@functools.lru_cache(maxsize=1024)  # a cluster repeats a few quantities many times
+def _parse_text(text: str) -> Fraction | None:
     match = _QUANTITY.match(text.strip())
     if match is None:
         return None
