@@ -29,7 +29,13 @@ from draguard.schema.cluster.allocator import (
 )
 from draguard.schema.cluster.inventory import Claim, Inventory, pod_claim_names
 from draguard.schema.cluster.objects import Node
-from draguard.schema.cluster.pools import Features, SliceIndex, gather_pools, selector_matches
+from draguard.schema.cluster.pools import (
+    Features,
+    Pool,
+    SliceIndex,
+    gather_pools,
+    selector_matches,
+)
 from draguard.schema.cluster.quota import QuotaVerdict, check_quotas
 from draguard.schema.model.releases import Release
 
@@ -71,6 +77,7 @@ class NodeOutcome:
     raw_score: int | None = None
     score: int | None = None
     rank: int = 0  # 1 = first alternative everywhere, larger = worse; 0 infeasible
+    order_note: str | None = None  # text only: the JSON keys are contract §6's
 
 
 @dataclass(slots=True)
@@ -214,7 +221,35 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
                   or "the requests cannot all be met together (shared devices or constraints)")
         return NodeOutcome(node.name, False, reason, claims)
     rank = 1 + sum(c_index for ch in result.chosen for c_index in ch.values())
-    return NodeOutcome(node.name, True, None, claims, rank=rank)
+    outcome = NodeOutcome(node.name, True, None, claims, rank=rank)
+    outcome.order_note = _order_note(node, pending, pools, inventory, features, cache,
+                                     allocated, result)
+    return outcome
+
+
+def _order_note(node: Node, pending: list[Claim], pools: list[Pool], inventory: Inventory,
+                features: Features, cache: SelectorCache, allocated: set[tuple[str, str, str]],
+                result: Allocated) -> str | None:
+    """Before 1.36 pools came in Go map order: say when the reverse order answers otherwise.
+
+    The search is exhaustive, so whether a node fits does not depend on the order; which
+    devices (and, through constraints, which alternative) it picks can. One other order
+    is tried, the reverse: a difference proves the answer is order-dependent (no
+    difference does not prove the opposite for three or more pools).
+    """
+    usable = [p for p in pools if not (p.incomplete or p.invalid)]
+    if features.sorted_pools or len(usable) < 2:
+        return None
+    other = Allocator(node, pending, list(reversed(pools)), inventory.classes, allocated,
+                      features, cache).allocate()
+    if not isinstance(other, Allocated) or _same(other, result):
+        return None
+    devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for claim in other.results for r in claim)
+    return (f"pool order is random before 1.36: in another order this node gives {devices}")
+
+
+def _same(first: Allocated, second: Allocated) -> bool:
+    return first.chosen == second.chosen and first.results == second.results
 
 
 def _claim_outcome(allocator: Allocator, ci: int, claim: Claim,
@@ -377,7 +412,9 @@ def _summary_lines(pod: PodOutcome) -> list[str]:
                 score = "" if node.score is None else f"  score {node.score} (raw {node.raw_score})"
                 devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}"
                                     for c in node.claims for r in c.results or ())
-                out.append(f"         {node.node}{score}: {devices}")
+                note = "  (another pool order gives other devices before 1.36)" if (
+                    node.order_note) else ""
+                out.append(f"         {node.node}{score}: {devices}{note}")
             else:
                 out.append(f"         {node.node}: {node.reason}")
         if len(members) > len(shown):
@@ -393,6 +430,8 @@ def _detail_lines(pod: PodOutcome) -> list[str]:
         out.append(f"  node {node.node}: {state}{score}")
         if node.reason:
             out.append(f"    reason: {node.reason}")
+        if node.order_note:
+            out.append(f"    note: {node.order_note}")
         for claim in node.claims:
             out.append(f"    claim {claim.name}")
             for result in claim.results or ():

@@ -232,3 +232,22 @@ def test_all_after_first_subrequest_bug_before_1_36() -> None:
     """Before 1.36 it continues after one device with subrequest 0 (count 4): no fit."""
     [node] = _explain(_all_second(), "1.35").nodes
     assert not node.feasible
+
+
+def _two_pools() -> list[dict[str, Any]]:
+    second = _slice("n1", _device("a"))
+    second["metadata"]["name"] = "n1-second"
+    second["spec"]["pool"]["name"] = "n1-second"
+    return [CLASS, _node("n1"), _slice("n1", _device("a")), second, _claim("c", [_exact("r")])]
+
+
+def test_pool_order_note_before_1_36() -> None:
+    """Before 1.36 a node whose answer depends on the pool order says so."""
+    [node] = _explain(_two_pools(), "1.35").nodes
+    assert node.order_note is not None and "d.example.com/n1-second/a" in node.order_note
+
+
+def test_no_pool_order_note_from_1_36() -> None:
+    """From 1.36 pools are sorted: the answer is fixed."""
+    [node] = _explain(_two_pools(), "1.36").nodes
+    assert node.order_note is None
