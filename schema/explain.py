@@ -111,9 +111,9 @@ class Explanation:
 def explain(inventory: Inventory, *, release: Release, patch: int | None = None,
             node_name: str | None = None) -> Explanation:
     features = Features.of(release)
+    # Every node is explained even for `node_name`: scores are relative to the other
+    # feasible nodes, and an error on any node aborts the Pod, as in the scheduler.
     nodes = _nodes(inventory)
-    if node_name is not None:
-        nodes = [n for n in nodes if n.name == node_name]
     by_pool = SliceIndex(inventory.slices)
     cache = SelectorCache(features.consumable_capacity)
     allocated = inventory.allocated_devices()
@@ -128,6 +128,8 @@ def explain(inventory: Inventory, *, release: Release, patch: int | None = None,
             if unit.name is None:
                 created = unit.claims  # a lone claim: preview its own creation
             outcome.quota = check_quotas(unit.namespace, created, inventory.quotas)
+        if node_name is not None:
+            outcome.nodes = [n for n in outcome.nodes if n.node == node_name]
         pods.append(outcome)
     return Explanation(release, patch, pods)
 

@@ -90,11 +90,21 @@ def test_no_scores_before_1_35() -> None:
     assert all(n["score"] is None and n["rawScore"] is None for n in document["pods"][0]["nodes"])
 
 
-def test_no_scores_with_one_feasible_node() -> None:
-    """With fewer than two feasible nodes nothing is scored."""
-    _, document = run_json(str(CLUSTER), "--node", "node-2")
+def test_node_option_keeps_the_score_among_all_nodes() -> None:
+    """`--node` shows one node, scored against every feasible node."""
+    _, document = run_json(str(CLUSTER), "--node", "node-1")
     [node] = document["pods"][0]["nodes"]
-    assert node["feasible"] and node["score"] is None
+    assert (node["score"], node["rawScore"]) == (87, 7)
+
+
+def test_no_scores_with_one_feasible_node(tmp_path: Path) -> None:
+    """With fewer than two feasible nodes nothing is scored."""
+    text = (CLUSTER / "cluster.yaml").read_text().replace("nodeName: node-1", "nodeName: node-9")
+    (tmp_path / "cluster.yaml").write_text(text)
+    (tmp_path / "pod.yaml").write_text((CLUSTER / "pod.yaml").read_text())
+    _, document = run_json(str(tmp_path))
+    feasible = [n for n in document["pods"][0]["nodes"] if n["feasible"]]
+    assert [n["node"] for n in feasible] == ["node-2"] and feasible[0]["score"] is None
 
 
 def test_text_groups_nodes_by_outcome() -> None:
