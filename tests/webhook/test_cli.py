@@ -118,5 +118,8 @@ def test_no_argument_run_command_works(tmp_path: Path) -> None:
                               *shlex.split(check[0].removeprefix("check: "))[1:]],
                              cwd=tmp_path, env=env, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    plain = subprocess.run([sys.executable, "-m", "draguard.webhook.cli.main", "certs", "check"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stdout + plain.stderr  # the same default folder
     assert answer["response"]["uid"] == EXAMPLE_REVIEW["request"]["uid"]
     assert answer["response"]["allowed"] is True
