@@ -62,3 +62,17 @@ def test_kubectl_draguard_version() -> None:
     """`kubectl draguard --version` reaches the same command."""
     run = kubectl("draguard", "--version")
     assert run.returncode == 0 and run.stdout.startswith("draguard ")
+
+
+@pytest.mark.parametrize("output", ["yaml", "json"])
+def test_kubectl_printed_objects_lint_as_the_files(output: str) -> None:
+    """Objects as kubectl itself prints them (offline: `annotate --local -o …`) lint alike."""
+    files = ["valid-gpu-claim.yaml", "mistake-duplicate-alternative.yaml"]
+    args = [arg for name in files for arg in ("-f", str(EXAMPLES / "claims" / name))]
+    printed = kubectl("annotate", "--local", *args, "-o", output, "checked-by=draguard")
+    assert printed.returncode == 0, printed.stderr
+    run = kubectl("draguard", "lint", "-o", "json", "-", stdin=printed.stdout)
+    assert run.returncode == 1
+    results = json.loads(run.stdout)["results"]
+    assert [(r["name"], r["valid"]) for r in results] == [("gpu", True), ("gpu", False)]
+    assert results[1]["errors"][0]["type"] == "Duplicate"
