@@ -1,16 +1,16 @@
 """`draguard certs`: the webhook's CA and serving certificate, on disk and in the cluster.
 
 On a workstation (the state folder is `--dir`, default `$DRAGUARD_STATE_DIR` or
-`./draguard-certs`; `--namespace` is the Service's namespace)::
+`./draguard-state`, the folder `draguard serve` uses; `--namespace` is the Service's namespace)::
 
     draguard certs init   --dir DIR [--service draguard] [--namespace draguard-system]
                           [--key-type ecdsa|rsa] [--ca-days 3650] [--leaf-days 365] [--force]
     draguard certs renew  --dir DIR [--service …] [--namespace …] [--key-type …]
                           [--leaf-days 365] [--force]  # only when due, unless --force
-    draguard certs check  --dir DIR [--output text|json]  # exit 1 when wrong or due
+    draguard certs check  --dir DIR [-o text|json]      # exit 1 when wrong or due
     draguard certs bundle --dir DIR                     # caBundle: one base64 line
 
-In the cluster (issue 5 §2b), run by the deploy/ Job and CronJob with a writable
+In the cluster, run by the deploy/ Job and CronJob with a writable
 emptyDir as `--dir`. The serving Secret is `--secret`/`--from-secret`; the CA with its
 key is kept in `<secret>-ca` (or `--ca-secret`). Install (idempotent, keeps an
 existing CA and a still-good serving certificate)::
@@ -71,6 +71,7 @@ from draguard.certs.cluster import (
 )
 from draguard.certs.errors import CertificateFileError
 from draguard.certs.files import (
+    DEFAULT_STATE_DIR,
     CheckReport,
     StatePaths,
     ca_bundle_b64,
@@ -82,7 +83,7 @@ from draguard.certs.files import (
     renewal_reason,
 )
 
-DEFAULT_DIR = "./draguard-certs"
+DEFAULT_DIR = f"./{DEFAULT_STATE_DIR}"
 PROG = "draguard certs"
 
 Connect = Callable[[argparse.Namespace], ClusterApi]
@@ -216,12 +217,9 @@ def run_renew(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:
     """Report on the state folder; 1 when anything is wrong or renewal is due."""
+    # A key that does not match its certificate is a finding like any other (exit 1,
+    # `keyMatches: false` in JSON); only missing or unparsable files are errors (exit 2).
     report = check(args.dir, service=args.service, namespace=args.namespace, now=ctx.now)
-    paths = StatePaths.of(args.dir)
-    if not report.ca_key_matches:
-        load_pair(paths.ca_cert, paths.ca_key)  # raises KeyMismatchError naming the file
-    if not report.key_matches:
-        load_pair(paths.tls_cert, paths.tls_key)
     if args.output == "json":
         ctx.say(json.dumps(report.as_dict(), indent=2))
     else:
@@ -345,7 +343,7 @@ def build_parser(default_dir: str) -> argparse.ArgumentParser:
         help="make a new CA and serving certificate whatever is there",
     )
     renew_.add_argument("--force", action="store_true", help="renew even when not due")
-    check_.add_argument("--output", choices=("text", "json"), default="text")
+    check_.add_argument("-o", "--output", choices=("text", "json"), default="text")
     publish_.add_argument("--secret", required=True, help="the kubernetes.io/tls Secret to write")
     publish_.add_argument(
         "--webhook-config",

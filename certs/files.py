@@ -48,6 +48,7 @@ from draguard.certs.inspection import (
 )
 
 __all__ = [
+    "DEFAULT_STATE_DIR",
     "CheckReport",
     "Ensured",
     "StatePaths",
@@ -63,6 +64,10 @@ __all__ = [
     "write_atomically",
     "write_pair",
 ]
+
+# The one default state folder of `draguard serve` and `draguard certs`, relative to the
+# working directory, so that `draguard certs check` after the quick start finds the files.
+DEFAULT_STATE_DIR = "draguard-state"
 
 CERT_MODE = 0o644
 KEY_MODE = 0o600
@@ -277,6 +282,7 @@ def check(
     at = now or _utcnow()
     ca, ca_key_matches = _load_for_check(paths.ca_cert, paths.ca_key)
     leaf, key_matches = _load_for_check(paths.tls_cert, paths.tls_key)
+    expected = service_dns_names(service, namespace)
     return CheckReport(
         state_dir=paths.dir,
         now=at,
@@ -288,11 +294,9 @@ def check(
         leaf_not_before=leaf.not_valid_before_utc,
         leaf_not_after=leaf.not_valid_after_utc,
         sans=subject_alt_names(leaf),
-        expected_sans=service_dns_names(service, namespace),
+        expected_sans=expected,
         key_matches=key_matches,
-        chain_error=chain_problem(
-            leaf, [ca], server_name=service_dns_names(service, namespace)[2], now=at
-        ),
+        chain_error=chain_problem(leaf, [ca], server_name=_chain_name(leaf, expected), now=at),
         renewal_due=renewal_due(leaf, at),
     )
 
@@ -505,6 +509,18 @@ def _current_key_type(paths: StatePaths, ca: CertifiedKey) -> KeyType:
     except CertificateFileError:
         cert = ca.cert
     return "rsa" if isinstance(cert.public_key(), rsa.RSAPublicKey) else "ecdsa"
+
+
+def _chain_name(leaf: x509.Certificate, expected: tuple[str, ...]) -> str:
+    """The name to verify the chain for: the expected `.svc` name if the leaf has it.
+
+    Names are judged once, as `missingSans`; the chain check then asks only whether the
+    CA signed a certificate valid now, so a wrong `--service` is not a broken chain too.
+    """
+    sans = subject_alt_names(leaf)
+    if expected[2] in sans or not sans:
+        return expected[2]
+    return sans[0]
 
 
 def _load_for_check(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import ipaddress
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from cryptography.x509 import verification
 from draguard.certs.authority import PrivateKey
 from draguard.certs.errors import CertificateFileError, KeyMismatchError
 
-# issue 4 §5: renew when less than a third of the leaf's life is left.
+# Renew when less than a third of the leaf's life is left (as cert-manager does by default).
 RENEWAL_FRACTION = 1 / 3
 
 
@@ -139,8 +140,18 @@ def chain_problem(
     try:
         verifier.verify(leaf, [])
     except verification.VerificationError as exc:
-        return str(exc)
+        return _plain(str(exc))
     return None
+
+
+# cryptography appends the Python repr of the certificate it was processing, e.g.
+# "(encountered processing <Certificate(subject=<Name(CN=…)>, ...)>)": not for users.
+_REPR_SUFFIX = re.compile(r"\s*\(encountered processing <.*\)$", re.DOTALL)
+
+
+def _plain(message: str) -> str:
+    """A verifier message without Python object reprs."""
+    return _REPR_SUFFIX.sub("", message)
 
 
 def _public_der(key: CertificatePublicKeyTypes) -> bytes:

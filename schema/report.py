@@ -17,6 +17,8 @@ from importlib import metadata
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from draguard.schema.model.releases import KINDS
+
 
 class Finding(NamedTuple):
     """One upstream error in a document, located in the user's own file (`contract.md` §3).
@@ -99,14 +101,24 @@ class Report:
         return [r for r in self.results if not r.skipped]
 
     def summary(self) -> Summary:
-        skipped = sum(1 for r in self.results if r.skipped)
-        valid = sum(1 for r in self.results if r.valid)
+        skipped = sum(1 for r in self.results if _not_validated(r))
+        valid = sum(1 for r in self.results if r.valid and not _not_validated(r))
         return Summary(len(self.results), valid, len(self.results) - skipped - valid, skipped)
 
     def has_findings(self, *, fail_on_warning: bool = False) -> bool:
         if any(r.errors for r in self.results):
             return True
         return fail_on_warning and any(r.warnings for r in self.results)
+
+
+def _not_validated(result: DocumentResult) -> bool:
+    """Skipped in the summary: any document that is not a claim or template.
+
+    A Pod or workload controller is only cross-checked against the claims beside it and
+    shown when that warns; it counts as skipped either way, so that the same Deployment
+    is counted alike alone and next to its claims.
+    """
+    return result.skipped or (not result.errors and result.kind not in KINDS)
 
 
 # --- text --------------------------------------------------------------------------
@@ -119,7 +131,8 @@ def render_text(report: Report) -> str:
             lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
         lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
     s = report.summary()
-    lines.append(f"{s.documents} documents: {s.valid} valid, {s.invalid} invalid, "
+    noun = "document" if s.documents == 1 else "documents"
+    lines.append(f"{s.documents} {noun}: {s.valid} valid, {s.invalid} invalid, "
                  f"{s.skipped} skipped")
     return "\n".join(lines) + "\n"
 

@@ -68,10 +68,11 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
             obj, options=Options(release=release, default_namespace="default")
         ).dropped
         words = "; ".join(describe_drops(obj, dropped))
+        # `dropped` lists what the words describe, so that JSON readers see it too.
         return ReleaseView(
             release.name,
             False,
-            (),
+            dropped,
             "rejected",
             (),
             f"{explanation}; and {words}" if words else explanation,
@@ -82,10 +83,11 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
         return enabled
     explanation = (
         f"{api_version} is a beta API, not served by default in {release.name} (enable it with "
-        f"--runtime-config={api_version}=true); if enabled: "
-        # The words, not just the verdict: in 1.33 no version that has firstAvailable is
-        # served by default, so this is the only place its drop is explained (issue 3 §4).
-        + (enabled.explanation if enabled.verdict != "accepted" else "accepted")
+        f"--runtime-config={api_version}=true)"
+        # The words, not just the verdict (which `if_enabled` carries): in 1.33 no version
+        # that has firstAvailable is served by default, so this is the only place its drop
+        # is explained.
+        + (f"; if enabled: {enabled.explanation}" if enabled.explanation else "")
     )
     return ReleaseView(
         release.name,
@@ -134,7 +136,8 @@ def describe_drops(obj: Any, dropped: tuple[FieldPath, ...]) -> Iterator[str]:
         name = request.get("name", "?") if request else "?"
         if field == "firstAvailable":
             count = len(_lookup(full, path) or [])
-            yield f"request `{name}` loses its {count} alternatives and becomes empty ({gate} is off by default)"
+            what = "its only alternative" if count == 1 else f"its {count} alternatives"
+            yield f"request `{name}` loses {what} and becomes empty ({gate} is off by default)"
         elif field == "distinctAttribute":
             yield f"{path} loses distinctAttribute ({gate} is off by default)"
         else:

@@ -1,11 +1,15 @@
 """`draguard fix PATH…`: rewrite fixable warnings in place, keeping comments and layout.
 
-Today one warning is fixable: `config-names-parent` (issue 7 §3). A `config[].requests`
-entry naming a prioritized parent becomes the explicit `parent/sub` list, which the
-allocator treats the same and every driver understands — but only when the result
-stays within upstream's 32 references. Exit codes (`contract.md` §4): 0 nothing left
-to fix, 1 something unfixable remains, 2 usage or unreadable input. A second run
-changes nothing.
+Today one warning is fixable: `config-names-parent`. A `config[].requests` entry naming
+a prioritized parent becomes the explicit `parent/sub` list, which the allocator treats
+the same and every driver understands — but only when the result stays within
+upstream's 32 references. A second run changes nothing.
+
+Exit codes are about what `fix` rewrites, so that it can gate CI and run as a
+pre-commit hook: 0 nothing (left) to rewrite; 1 a rewrite is pending (`--dry-run`) or
+cannot be made (over 32 references); 2 usage or unreadable input. Warnings that no
+rewrite can fix (such as `quota-charge`) are `draguard lint`'s: there
+`--fail-on-warning` makes them fail a build.
 """
 
 from __future__ import annotations
@@ -25,16 +29,23 @@ from draguard.schema.model.shapes import identify
 from draguard.schema.read.sources import STDIN, Unreadable, expand_paths, read_source
 from draguard.schema.read.yamledit import dump_documents, load_documents, to_plain
 
-EXIT_OK, EXIT_UNFIXABLE, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="draguard fix", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="draguard fix",
+        description=__doc__.splitlines()[0],
+        epilog="exit codes: 0 nothing left to rewrite, 1 a rewrite pending (--dry-run) or "
+        "impossible, 2 usage or unreadable input",
+    )
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="files or folders to rewrite in place"
     )
     parser.add_argument(
-        "--dry-run", action="store_true", help="say what would change, write nothing"
+        "--dry-run",
+        action="store_true",
+        help="say what would change, write nothing; exit 1 when something would",
     )
     return parser
 
@@ -81,9 +92,11 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
                     file=sys.stderr,
                 )
                 unfixable = True
-    if changed and not dry_run:
+    if changed and dry_run:
+        print(f"draguard fix: {path}: not written (--dry-run)", file=sys.stderr)
+    elif changed:
         _write_atomically(path, dump_documents(documents))
-    return EXIT_UNFIXABLE if unfixable else EXIT_OK
+    return EXIT_LEFT if unfixable or (changed and dry_run) else EXIT_OK
 
 
 def _fix_document(document: Any) -> list[tuple[str, list[str], list[str], bool]]:

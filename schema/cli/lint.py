@@ -55,8 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", "--namespace", default="default",
                         help="namespace for objects without one, as kubectl fills it")
     parser.add_argument("--namespace-labels", metavar="K=V,...",
-                        help="labels of the objects' namespace; without them the admin-access "
-                             "namespace check (upstream-rules.md §3.7) is skipped")
+                        help="labels of the objects' namespace; without them the check that "
+                             "adminAccess is only used in a namespace labelled "
+                             "resource.kubernetes.io/admin-access=true is skipped")
     parser.add_argument("--profile", action="append", default=[], choices=PROFILES,
                         help="also the refusals and notes of this consumer (repeatable)")
     parser.add_argument("-j", "--jobs", type=int, default=1,
@@ -123,8 +124,8 @@ def main(
     for bad in unreadable:
         err.write(f"draguard lint: cannot read {bad.name}: {bad.reason}\n")
     if args.verbose and options.namespace_labels is None:
-        err.write("draguard lint: admin-access namespace check (upstream-rules.md §3.7) "
-                  "skipped: no --namespace-labels given\n")
+        err.write("draguard lint: admin-access namespace check skipped: "
+                  "no --namespace-labels given\n")
 
     report = Report(disabled=disabled)
     try:

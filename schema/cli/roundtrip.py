@@ -9,6 +9,7 @@ exit 0 lossless, 1 differences (each named by field), 2 usage or unreadable inpu
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,9 +24,15 @@ EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="draguard roundtrip", description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="+", metavar="PATH")
-    parser.add_argument("--kubernetes-version", default=DEFAULT_RELEASE.name)
+    parser = argparse.ArgumentParser(
+        prog="draguard roundtrip",
+        description=__doc__.splitlines()[0],
+        epilog="exit codes: 0 lossless, 1 differences or refusals, 2 usage or unreadable input",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin")
+    parser.add_argument("--kubernetes-version", default=DEFAULT_RELEASE.name, metavar="VERSION",
+                        help="convert as this release does, e.g. 1.34 (default %(default)s)")
     try:
         args = parser.parse_args(list(argv))
         options = Options(release=release(args.kubernetes_version))
@@ -89,9 +96,29 @@ def render_table(title: str, trips: list[Trip]) -> str:
                 ).ljust(width)
             )
         lines.append((f"  {start}".ljust(first) + "".join(cells)).rstrip())
+    lines.extend(_refusals(trips))
     for trip in trips:
-        if trip.refused:
-            lines.append(f"  {trip.start} → {trip.via} → {trip.start}: refused: {trip.refused}")
         for change in trip.differences:
             lines.append(f"  {trip.start} → {trip.via} → {trip.start}: {change}")
     return "\n".join(lines)
+
+
+# A refusal starts with the leg that failed ("cannot reach v1: ", "parallel → v1: "); the
+# reason after it is what repeats from trip to trip.
+_TARGET = re.compile(r"^(cannot reach \S+|\S+ → \S+): ")
+
+
+def _refusals(trips: list[Trip]) -> list[str]:
+    """Each distinct refusal once, with the trip it stopped or how many (the grid shows which)."""
+    by_reason: dict[str, list[Trip]] = {}
+    for trip in trips:
+        if trip.refused:
+            by_reason.setdefault(_TARGET.sub("", trip.refused), []).append(trip)
+    lines = []
+    for reason, refused in by_reason.items():
+        if len(refused) == 1:
+            (trip,) = refused
+            lines.append(f"  {trip.start} → {trip.via} → {trip.start}: refused: {trip.refused}")
+        else:
+            lines.append(f"  refused ({len(refused)} trips): {reason}")
+    return lines

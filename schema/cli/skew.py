@@ -2,7 +2,7 @@
 
 Per DRA document and Kubernetes release: served or not, fields dropped while their
 gate is off by default, that release's verdict, and the changed meaning in words
-(`contract.md` §4). Exit 0 when every release in the range accepts the document as
+Exit 0 when every release in the range accepts the document as
 written, 1 when any rejects or changes it, 2 for usage or unreadable input.
 """
 
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.cli.documents import DocumentReader
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.releases import NEWEST, OLDEST, RELEASES
@@ -26,9 +27,15 @@ EXIT_OK, EXIT_CHANGED, EXIT_USAGE = 0, 1, 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="draguard skew", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or - for stdin")
-    parser.add_argument("--from", dest="first", default=f"1.{OLDEST}", choices=list(RELEASES))
-    parser.add_argument("--to", dest="last", default="1.39", choices=list(RELEASES))
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("--from", dest="first", default=f"1.{OLDEST}", choices=list(RELEASES),
+                        metavar="RELEASE",
+                        help="oldest Kubernetes release to show (default %(default)s)")
+    parser.add_argument("--to", dest="last", default="1.39", choices=list(RELEASES),
+                        metavar="RELEASE",
+                        help="newest Kubernetes release to show (default %(default)s); "
+                             f"releases known: {', '.join(RELEASES)}")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text table (default) or one JSON object for other tools")
     return parser
 
 
@@ -53,11 +60,13 @@ def main(argv: Sequence[str]) -> int:
             status = EXIT_CHANGED
     if reader.failed:
         status = EXIT_USAGE
-    print(
-        json.dumps({"results": results}, indent=2)
-        if args.output == "json"
-        else render_text(results)
+    text = json.dumps({"results": results}, indent=2) if args.output == "json" else render_text(
+        results
     )
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `draguard skew … | head`: the exit code still tells
+        quiet_stdout()
     return status
 
 
@@ -86,8 +95,7 @@ def _view_json(view: ReleaseView) -> dict[str, Any]:
         "errors": [_error_json(e) for e in view.errors],
         "explanation": view.explanation,
     }
-    if view.notes:
-        out["notes"] = list(view.notes)
+    out["notes"] = list(view.notes)  # always present, empty when none apply
     if not view.served:
         out["if_enabled"] = (
             None
@@ -105,28 +113,40 @@ def _error_json(err: FieldError) -> dict[str, Any]:
     return {"field": err.field, "type": err.type.value, "message": err.message}
 
 
+# Column widths of the text table: the longest value of each column, plus two spaces.
+_COLUMNS = (("release", 9), ("served", 8), ("verdict", 10), ("if enabled", 12))
+
+
 def render_text(results: list[dict[str, Any]]) -> str:
+    """One table per document: release, served, verdict, the verdict if enabled, words."""
     lines: list[str] = []
     for result in results:
         lines.append(
             f"{result['file']} document {result['document']}: {result['kind']} {result['name']} "
             f"({result['apiVersion']})"
         )
-        lines.append(f"  {'release':<8} {'served':<7} {'verdict':<9} explanation")
+        lines.append(_row([name for name, _ in _COLUMNS], "explanation"))
         for view in result["releases"]:
-            verdict = view["verdict"]
-            enabled = view.get("if_enabled")
-            if enabled is not None:
-                verdict += f" (if enabled: {enabled['verdict']})"
-            served = "yes" if view["served"] else "no"
-            lines.append(
-                f"  {view['version']:<8} {served:<7} {verdict:<9} {view['explanation']}".rstrip()
-            )
-            lines.extend(f"  {'':<8} note: {note}" for note in view.get("notes", []))
+            lines.append(_row(_cells(view), view["explanation"]))
+            indent = "  " + " " * sum(width for _, width in _COLUMNS)
+            lines.extend(f"{indent}note: {note}" for note in view["notes"])
         for warn in result["warnings"]:
             lines.append(f"  {warn['field']}: warning {warn['code']}: {warn['message']}")
         lines.append("")
     return "\n".join(lines).rstrip("\n") if lines else "no DRA claims or templates found"
+
+
+def _cells(view: dict[str, Any]) -> list[str]:
+    """`if enabled` is the verdict with the beta API switched on; `-` where no such API exists."""
+    enabled = ""
+    if not view["served"]:
+        enabled = view["if_enabled"]["verdict"] if view["if_enabled"] is not None else "-"
+    return [view["version"], "yes" if view["served"] else "no", view["verdict"], enabled]
+
+
+def _row(cells: list[str], explanation: str) -> str:
+    text = "".join(cell.ljust(width) for cell, (_, width) in zip(cells, _COLUMNS, strict=True))
+    return f"  {text}{explanation}".rstrip()
 
 
 __all__ = ["NEWEST", "main", "render_text"]

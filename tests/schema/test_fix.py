@@ -1,4 +1,4 @@
-"""`draguard fix`: rewrites config-names-parent in place, keeps comments, is idempotent (issue 7 §3)."""
+"""`draguard fix`: rewrites config-names-parent in place, keeps comments, is idempotent."""
 
 from __future__ import annotations
 
@@ -95,6 +95,30 @@ def test_fix_refuses_over_32_references(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([str(path)]) == 1
     assert path.read_text() == text
     assert "spec.devices.config[0].requests: not fixable" in capsys.readouterr().err
+
+
+def test_dry_run_with_changes_pending_is_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--dry-run` names the change, writes nothing and exits 1, so that it can gate CI."""
+    path = write(tmp_path, TEMPLATE)
+    assert main(["--dry-run", str(path)]) == 1
+    assert path.read_text() == TEMPLATE
+    assert "config[0].requests" in capsys.readouterr().out
+    main([str(path)])
+    assert main(["--dry-run", str(path)]) == 0
+
+
+def test_warnings_no_rewrite_fixes_leave_exit_0(tmp_path: Path) -> None:
+    """A claim whose only warning is `quota-charge` has nothing for fix to do: exit 0."""
+    text = TEMPLATE.replace("      config:\n      - requests: [gpu]  # applies to gpu\n"
+                            "        opaque:\n          driver: gpu.example.com\n"
+                            "          parameters: {sharing: none}\n", "")
+    doc = next(yaml.safe_load_all(text))
+    assert "quota-charge" in {w.code for w in validate_object(doc).warnings}
+    path = write(tmp_path, text)
+    assert main([str(path)]) == 0
+    assert main(["--dry-run", str(path)]) == 0
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not utf8", b"a: [unclosed\n"])

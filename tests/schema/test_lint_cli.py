@@ -144,10 +144,10 @@ def test_namespace_option_fills_missing_namespaces(tmp_path: Path) -> None:
 
 
 def test_admin_access_check_needs_namespace_labels(tmp_path: Path) -> None:
-    """Without labels §3.7 is skipped (said with --verbose); with them it runs and is located."""
+    """Without labels the admin-access check is skipped (said with --verbose); with them it runs."""
     path = _write(tmp_path, "admin.yaml", ADMIN)
     code, _, err = _run(["--verbose", path])
-    assert code == 0 and "§3.7" in err and "skipped" in err
+    assert code == 0 and "admin-access namespace check skipped" in err
     code, out, _ = _run(["--output", "json", "--namespace-labels", "team=a", path])
     assert code == 1
     (error,) = json.loads(out)["results"][0]["errors"]
@@ -456,7 +456,7 @@ def test_workload_naming_a_subrequest_is_warned(tmp_path: Path) -> None:
             13,
         )
     ]
-    assert data["summary"] == {"documents": 3, "valid": 2, "invalid": 0, "skipped": 1}
+    assert data["summary"] == {"documents": 3, "valid": 1, "invalid": 0, "skipped": 2}
 
 
 def test_workload_warning_can_be_silenced_on_the_object(tmp_path: Path) -> None:
@@ -465,6 +465,22 @@ def test_workload_warning_can_be_silenced_on_the_object(tmp_path: Path) -> None:
     path = _write(tmp_path, "w.yaml", WORKLOADS % ignore)
     _, out, _ = _run(["--output", "json", path])
     assert all(r["kind"] != "Deployment" for r in json.loads(out)["results"])
+
+
+def test_a_workload_counts_as_skipped_alone_and_beside_its_claims(tmp_path: Path) -> None:
+    """A Deployment is skipped in the summary whether or not its claims are in the input."""
+    both = _write(tmp_path, "both.yaml", WORKLOADS % "")
+    alone = _write(tmp_path, "alone.yaml", (WORKLOADS % "").split("---\n", 1)[1])
+    with_claims = json.loads(_run(["-o", "json", both])[1])["summary"]
+    without = json.loads(_run(["-o", "json", alone])[1])["summary"]
+    assert with_claims["skipped"] - without["skipped"] == 0
+    assert with_claims["valid"] == 1
+
+
+def test_summary_says_one_document(tmp_path: Path) -> None:
+    """The text summary of one document is in the singular."""
+    _, out, _ = _run([_write(tmp_path, "one.yaml", GOOD)])
+    assert out.splitlines()[-1] == "1 document: 1 valid, 0 invalid, 0 skipped"
 
 
 def test_workloads_without_their_claims_are_skipped(tmp_path: Path) -> None:

@@ -200,7 +200,7 @@ def test_cli_refuses_duplicate_names_naming_the_field(
     path = write(tmp_path, "dup.yaml", DUPLICATE_NAMES_YAML)
     assert main([path]) == 1
     out = capsys.readouterr().out
-    assert "v1 → parallel → v1: refused: v1 → parallel: spec.devices.requests[1]: duplicate" in out
+    assert "trips): spec.devices.requests[1]: duplicate request name 'a'" in out
 
 
 def test_table_names_each_difference_by_field() -> None:
@@ -234,6 +234,27 @@ def test_cli_refusal_counts_as_a_difference(
     assert "refused" in out and "spec.devices.requests[0]" in out
 
 
+def test_cli_names_a_repeated_refusal_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One reason that stops every trip is printed once, with the number of trips."""
+    text = VALID_YAML.replace(
+        "deviceClassName: nic.example.com",
+        "deviceClassName: nic.example.com\n      firstAvailable: [{name: x, deviceClassName: y}]",
+    )
+    main([write(tmp_path, "ambiguous.yaml", text)])
+    reasons = [line for line in capsys.readouterr().out.splitlines() if "is ambiguous" in line]
+    trips = len(SHAPES) * (len(SHAPES) - 1)
+    assert len(reasons) == 1 and f"refused ({trips} trips)" in reasons[0]
+
+
+def test_cli_help_explains_the_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """`roundtrip --help` says what PATH may be and what --kubernetes-version does."""
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "for stdin" in out and "convert as this release does" in out
+
+
 def test_cli_tries_each_item_of_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`kind: List` (kubectl get -o yaml): one table per DRA item, named by its index."""
     body = VALID_YAML.split("---\n")[1]
@@ -259,3 +280,4 @@ def test_cli_kubernetes_version_applies_that_releases_gates(
     out = capsys.readouterr().out
     assert "DIFF" not in out and out.count("refused") >= len(SHAPES) * (len(SHAPES) - 1)
     assert "spec.devices.requests[0].exactly.tolerations: dropped" in out
+    assert out.count("tolerations: dropped") == 1

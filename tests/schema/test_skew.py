@@ -1,4 +1,4 @@
-"""`draguard skew`: each release's treatment of a claim (issue 3 §4, contract §4)."""
+"""`draguard skew`: each release's treatment of a claim, in text and JSON."""
 
 from __future__ import annotations
 
@@ -110,7 +110,9 @@ def test_cli_json_shape_and_exit(tmp_path: Path, capsys: pytest.CaptureFixture[s
         "errors",
         "explanation",
         "if_enabled",
+        "notes",
     }
+    assert all(isinstance(r["notes"], list) for r in result["releases"])
     assert [r["version"] for r in result["releases"]] == ["1.33", "1.34", "1.35"]
 
 
@@ -146,3 +148,56 @@ def test_release_notes_name_the_allocator_bug_by_release() -> None:
     noted = {v.version: [n for n in v.notes if "allocationMode" in n] for v in views}
     assert noted["1.34"] and noted["1.35"] and not noted["1.36"]
     assert "fixed in 1.36.0" in noted["1.35"][0]
+
+
+def _skew_json(tmp_path: Path, obj: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> Any:
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(obj))
+    main([str(path), "--output", "json"])
+    return json.loads(capsys.readouterr().out)["results"][0]["releases"]
+
+
+def test_json_dropped_lists_what_the_explanation_describes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A v1 claim in 1.33 says its request loses its alternatives, and `dropped` names them."""
+    first = _skew_json(tmp_path, claim("v1", [PRIORITIZED]), capsys)[0]
+    assert first["version"] == "1.33" and "loses its 3 alternatives" in first["explanation"]
+    assert first["dropped"] == ["spec.devices.requests[0].firstAvailable"]
+
+
+def test_one_alternative_is_said_in_the_singular() -> None:
+    """A request with one alternative "loses its only alternative", not "its 1 alternatives"."""
+    single = {**PRIORITIZED, "firstAvailable": PRIORITIZED["firstAvailable"][:1]}
+    views = skew_document(claim("v1", [single]), releases_between("1.33", "1.33")) or []
+    assert "loses its only alternative and" in views[0].explanation
+
+
+def test_text_rows_keep_their_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row puts the if-enabled verdict in its own column, said once, not in the words."""
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(claim("v1beta2", [PRIORITIZED])))
+    main([str(path)])
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1]
+    start = header.index("explanation")
+    assert header.index("if enabled") < start
+    rows = [line for line in lines[2:] if line[2:3].isdigit()]
+    assert len(rows) == 7
+    for row in rows:
+        assert row[start - 2:start] == "  " and row[start] != " ", row
+        assert "(if enabled" not in row and not row.endswith("if enabled: accepted"), row
+    assert rows[1].split()[:4] == ["1.34", "no", "rejected", "accepted"]
+    assert rows[-1].split()[:4] == ["1.39", "no", "rejected", "-"]
+
+
+@pytest.mark.parametrize("flag", ["--from", "--to"])
+def test_range_options_have_help(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`skew --help` explains --from and --to."""
+    assert main(["--help"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith(flag))
+    assert "release" in line

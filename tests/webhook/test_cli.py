@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -54,15 +55,35 @@ def test_prepare_creates_then_reuses(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "reused" in capsys.readouterr().err
 
 
-def test_banner_has_bundle_and_curl(capsys: pytest.CaptureFixture[str]) -> None:
-    """The banner prints the caBundle and a curl line aimed at the service name on loopback."""
-    print_banner(Config(port=9443, state_dir=Path("st")), "QUJD")
+def test_banner_names_the_certs_commands_and_curl(capsys: pytest.CaptureFixture[str]) -> None:
+    """The banner says how to get the caBundle and check the certificates, then a curl line."""
+    print_banner(Config(port=9443, state_dir=Path("st")), self_made=True)
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "caBundle: QUJD"
-    curl = shlex.split(out[1].removeprefix("try: "))
+    assert out[0] == "caBundle: draguard certs bundle --dir st"
+    assert out[1] == ("check:    draguard certs check --dir st --service draguard "
+                      "--namespace draguard-system")
+    curl = shlex.split(out[2].removeprefix("try: "))
     assert curl[0] == "curl"
     assert "draguard.draguard-system.svc:9443:127.0.0.1" in curl
     assert curl[-1] == "https://draguard.draguard-system.svc:9443/validate"
+
+
+def test_banner_prints_no_bundle_for_given_certificates(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With --cert/--key there is no self-made CA to print or check: only the curl line."""
+    print_banner(Config(cert=Path("c.pem"), key=Path("k.pem")), self_made=False)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("try: curl ")
+
+
+def test_synopsis_names_every_flag() -> None:
+    """The synopsis in the module's help text names every flag `draguard serve` accepts."""
+    from draguard.webhook.cli import serve
+    from draguard.webhook.config import build_parser
+
+    flags = set(re.findall(r"--[a-z][a-z-]+", build_parser().format_help())) - {"--help"}
+    assert serve.__doc__ is not None
+    assert {flag for flag in flags if flag not in serve.__doc__} == set()
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
@@ -92,5 +113,13 @@ def test_no_argument_run_command_works(tmp_path: Path) -> None:
         process.wait(timeout=15)
     assert (tmp_path / "draguard-state" / "ca.crt").exists()
     assert answer is not None, log.read_text()
+    check = [line for line in log.read_text().splitlines() if line.startswith("check: ")]
+    checked = subprocess.run([sys.executable, "-m", "draguard.webhook.cli.main",
+                              *shlex.split(check[0].removeprefix("check: "))[1:]],
+                             cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    plain = subprocess.run([sys.executable, "-m", "draguard.webhook.cli.main", "certs", "check"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stdout + plain.stderr  # the same default folder
     assert answer["response"]["uid"] == EXAMPLE_REVIEW["request"]["uid"]
     assert answer["response"]["allowed"] is True

@@ -1,12 +1,15 @@
 """The `draguard` console command: dispatches to each package's own `main(argv)`.
 
 Subcommand modules are imported lazily so that `draguard lint` never pays for
-Flask or gunicorn, and `draguard serve` never parses YAML it does not need.
+Flask or gunicorn, and `draguard serve` never parses YAML it does not need. The same
+function is installed as `kubectl-draguard`, which kubectl runs for `kubectl draguard …`.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import os
 import sys
 from collections.abc import Sequence
 
@@ -24,24 +27,42 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def usage() -> str:
-    lines = ["usage: draguard COMMAND [ARGS…]", "", "commands:"]
+def usage(prog: str = "draguard") -> str:
+    lines = [f"usage: {prog} COMMAND [ARGS…]", f"       {prog} --version", "", "commands:"]
     width = max(len(name) for name in COMMANDS)
     for name, (_, summary) in COMMANDS.items():
         lines.append(f"  {name.ljust(width)}  {summary}")
     lines.append("")
-    lines.append("Run `draguard COMMAND --help` for a command's options.")
+    lines.append(f"Run `{prog} COMMAND --help` for a command's options.")
     return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed distribution's version, as `pip show draguard` gives it."""
+    try:
+        return importlib.metadata.version("draguard")
+    except importlib.metadata.PackageNotFoundError:  # run from a bare source tree
+        return "unknown"
+
+
+def program_name() -> str:
+    """`kubectl draguard` when kubectl started us as its plugin, else `draguard`."""
+    invoked = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "kubectl draguard" if invoked == "kubectl-draguard" else "draguard"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    prog = program_name()
     if not args or args[0] in ("-h", "--help", "help"):
-        print(usage())
+        print(usage(prog))
         return 0 if args else 2
+    if args[0] in ("-V", "--version", "version"):
+        print(f"draguard {version()}")
+        return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"draguard: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        print(f"{prog}: unknown command {name!r}\n\n{usage(prog)}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     result: int = module.main(rest)

@@ -1,8 +1,17 @@
 """`draguard serve`: parse the config → certificates → metrics folder → gunicorn.
 
 With no arguments this is the README's "run" command: it makes (or reuses) a
-throwaway CA and serving certificate in the state folder, listens on 8443, and
-prints the CA bundle and a `curl` line that sends an example AdmissionReview.
+throwaway CA and serving certificate in the state folder (`./draguard-state`, the
+same default as `draguard certs`), listens on 8443, and prints the `draguard certs`
+commands that give the CA bundle and check the certificates, and a `curl` line that
+sends an example AdmissionReview. The bundle itself is printed only on request
+(`draguard certs bundle`): a base64 blob in the log helps nobody.
+
+    draguard serve [--host H] [--port P] [--state-dir DIR] [--cert FILE --key FILE]
+                   [--service NAME] [--namespace NS] [--policy FILE]
+                   [--kubernetes-version V] [--failure-mode open|closed]
+                   [--workers N] [--threads N] [--keepalive SECONDS]
+                   [--metrics-dir DIR] [--log-level LEVEL]
 """
 
 from __future__ import annotations
@@ -57,7 +66,7 @@ def main(argv: Sequence[str]) -> int:
     from draguard.webhook.serving.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
 
     metrics_dir = prepare_multiprocess_dir(config.metrics_dir)
-    print_banner(config, bundle)
+    print_banner(config, self_made=bundle is not None)
     from draguard.webhook.serving.server import WebhookServer
 
     try:
@@ -84,11 +93,14 @@ def prepare_certificates(config: Config) -> str | None:
     return ca_bundle_b64(config.state_dir)
 
 
-def print_banner(config: Config, bundle: str | None) -> None:
-    """The CA bundle (for the webhook configuration's caBundle) and a ready curl line."""
+def print_banner(config: Config, *, self_made: bool) -> None:
+    """How to get the caBundle and check the certificates (when self-made), and a curl line."""
     port = config.port
-    if bundle is not None:
-        print(f"caBundle: {bundle}")
+    if self_made:
+        where = ["--dir", str(config.state_dir)]
+        names = ["--service", config.service, "--namespace", config.namespace]
+        print("caBundle: " + shlex.join(["draguard", "certs", "bundle", *where]))
+        print("check:    " + shlex.join(["draguard", "certs", "check", *where, *names]))
     ca = config.ca_file
     host = config.service_dns
     target = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
