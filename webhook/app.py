@@ -21,6 +21,7 @@ from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.routes import WebhookState, blueprint, decisions
 from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.serving.metrics import Metrics
+from draguard.webhook.serving.metricsdir import multiprocess_dir, usable
 from draguard.webhook.serving.tls import cache_for
 
 log = logging.getLogger("draguard.webhook")
@@ -55,9 +56,9 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     here = str(Path(__file__).resolve().parent)
     app = Flask("draguard.webhook", root_path=here, instance_path=here)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
-    metrics = Metrics()
+    metrics = worker_metrics()
     rules = rules or RuleSet(release=config.release, mutator=load_mutator(
-        config, on_failure=metrics.policy_failures.inc))
+        config, on_failure=metrics.policy_failed))
     cache = cache_for(config.cert_file, config.key_file) if tls else None
     state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache)
     state.warm_error = warm(rules)
@@ -69,6 +70,15 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     app.extensions["draguard"] = state
     app.register_blueprint(blueprint)
     return app
+
+
+def worker_metrics() -> Metrics:
+    """This worker's metrics; disabled (serving goes on) when the shared folder is unusable."""
+    folder = multiprocess_dir()
+    problem = usable(folder) if folder is not None else None
+    if problem is not None:
+        log.warning("metrics disabled in this worker, folder unusable: %s", problem)
+    return Metrics(enabled=problem is None)
 
 
 def warm(rules: RuleSet) -> str | None:

@@ -54,7 +54,10 @@ def main(argv: Sequence[str]) -> int:
     except Exception as exc:  # certificate files the user named or a state dir we cannot use
         print(f"draguard serve: {exc}", file=sys.stderr)
         return 1
-    from draguard.webhook.serving.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+    from draguard.webhook.serving.metricsdir import (
+        prepare_multiprocess_dir,
+        remove_multiprocess_dir,
+    )
 
     metrics_dir = prepare_multiprocess_dir(config.metrics_dir)
     print_banner(config, bundle)

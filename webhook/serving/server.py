@@ -3,9 +3,8 @@
 Threaded workers (`gthread`) keep connections alive between requests because the
 apiserver reuses them; the keep-alive timeout (120 s) outlasts the Go client's idle
 timeout (90 s in client-go's transport defaults), so the server never closes a
-connection the apiserver is about to reuse. The workers are gthread's, spreading
-those long-lived connections evenly (`draguard.webhook.serving.balance`). TLS contexts come
-from the cached `ssl_context` hook in `draguard.webhook.serving.tls`.
+connection the apiserver is about to reuse. TLS contexts come from the cached
+`ssl_context` hook in `draguard.webhook.serving.tls`.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from draguard.webhook.config import Config
-from draguard.webhook.serving import balance, metrics
+from draguard.webhook.serving import metricsdir
 from draguard.webhook.serving.tls import gunicorn_ssl_context
 
 
@@ -25,15 +24,13 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "bind": [f"{host}:{config.port}"],
         "workers": config.workers,
-        # gthread, spreading kept-alive connections over the workers (webhook.balance).
-        "worker_class": balance.BalancedThreadWorker,
-        "pre_fork": balance.pre_fork,
+        "worker_class": "gthread",
         "threads": config.threads,
         "keepalive": config.keepalive,
         "certfile": str(config.cert_file),
         "keyfile": str(config.key_file),
         "ssl_context": gunicorn_ssl_context,
-        "child_exit": child_exit,
+        "child_exit": metricsdir.child_exit,
         "loglevel": config.log_level,
         "accesslog": None,  # the app logs one JSON line per decision instead
         "proc_name": "draguard",
@@ -45,12 +42,6 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
     }
     settings.update(config.extra)
     return settings
-
-
-def child_exit(server: Any, worker: Any) -> None:
-    """gunicorn `child_exit` hook (master): free the worker's slot and metrics."""
-    balance.release_slot(worker)
-    metrics.child_exit(server, worker)
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
@@ -68,7 +59,5 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         # Imported here, in the worker: the master never loads Flask or the rule set.
         from draguard.webhook.app import create_app
-        from draguard.webhook.serving.singlewrite import install
 
-        install()
         return create_app(self.config)

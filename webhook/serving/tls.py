@@ -2,7 +2,7 @@
 
 gunicorn calls its `ssl_context` server hook for every accepted connection, and the
 default hook builds a new `SSLContext` each time, reading and parsing the key files
-(issue 4 §5: sync workers over TLS fall from ~2,900 to ~225 requests/s). The hook
+(issue 4 §5: a tenfold loss of throughput over TLS). The hook
 here returns the cached context instead. A cheap `stat` of both files (inode, size,
 mtime) decides whether to look closer; only then are the files read, checked with
 `draguard.certs.files.load_pair` (parse + key matches certificate) and, when their
