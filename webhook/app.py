@@ -19,6 +19,7 @@ from draguard.schema.model.options import Options
 from draguard.webhook.config import Config
 from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.routes import WebhookState, blueprint, decisions
+from draguard.webhook.serving.deadline import runner_for
 from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.metricsdir import multiprocess_dir, usable
@@ -60,7 +61,8 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     rules = rules or RuleSet(release=config.release, mutator=load_mutator(
         config, on_failure=metrics.policy_failed))
     cache = cache_for(config.cert_file, config.key_file) if tls else None
-    state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache)
+    state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache,
+                         runner=runner_for(config.threads))
     state.warm_error = warm(rules)
     if cache is not None:
         try:

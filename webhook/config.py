@@ -25,6 +25,13 @@ DEFAULT_NAMESPACE = "draguard-system"
 # The apiserver's own request limit is 3 MiB (etcd's 1.5 MiB object limit ×2 for
 # encodings); an AdmissionReview carries object + oldObject, so 3 MiB is the cap.
 MAX_BODY_BYTES = 3 * 1024 * 1024
+# The apiserver waits 10 s for a webhook by default and 1–3 s in most installs; a review
+# that has not finished in a second is answered by the failure mode instead.
+REVIEW_TIMEOUT = 1.0
+# A new connection must complete its TLS handshake, and each request its headers and
+# body, within this (Go's net/http servers in Gatekeeper and Kyverno: ReadHeaderTimeout
+# and ReadTimeout of a few seconds). Idle keep-alive connections wait `keepalive`.
+READ_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,8 @@ class Config:
     metrics_dir: Path | None = None
     log_level: str = "info"
     max_body_bytes: int = MAX_BODY_BYTES
+    review_timeout: float = REVIEW_TIMEOUT
+    read_timeout: float = READ_TIMEOUT
     # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
     extra: Mapping[str, object] = field(default_factory=dict)
 
@@ -99,7 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--policy", help="mutation policy file (reloaded on change)")
     add("--kubernetes-version", help="Kubernetes release whose rules to apply (default newest)")
     add("--failure-mode", choices=("open", "closed"),
-        help="answer to an internal error (default open)")
+        help="answer to an internal error or a review past its deadline (default open)")
+    add("--review-timeout", help=f"seconds a review may take before the failure mode answers "
+        f"it (default {REVIEW_TIMEOUT:g})")
+    add("--read-timeout", help="seconds for a TLS handshake, and for a request's headers and "
+        f"body (default {READ_TIMEOUT:g})")
     add("--service", help=f"service name in the self-made certificate (default {DEFAULT_SERVICE})")
     add("--namespace", help=f"service namespace in the certificate (default {DEFAULT_NAMESPACE})")
     add("--metrics-dir", help="prometheus multiprocess folder (default: a fresh temporary one)")
@@ -142,6 +155,8 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         namespace=pick("namespace") or DEFAULT_NAMESPACE,
         metrics_dir=Path(metrics_dir) if metrics_dir else None,
         log_level=pick("log-level") or "info",
+        review_timeout=_seconds(pick("review-timeout"), REVIEW_TIMEOUT, "review timeout"),
+        read_timeout=_seconds(pick("read-timeout"), READ_TIMEOUT, "read timeout"),
     )
 
 
@@ -154,6 +169,18 @@ def _positive(text: str | None, default: int, name: str) -> int:
         raise ConfigError(f"{name} must be a number, not {text!r}") from None
     if value < 1 or (name == "port" and value > 65535):
         raise ConfigError(f"{name} out of range: {value}")
+    return value
+
+
+def _seconds(text: str | None, default: float, name: str) -> float:
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, not {text!r}") from None
+    if not 0 < value <= 3600:
+        raise ConfigError(f"{name} out of range: {text}")
     return value
 
 

@@ -41,8 +41,8 @@ MAX_TOTAL_CHARS = 4096
 
 # `allowed`/`denied`: judged; `skipped`: not a claim or template draguard knows (allowed,
 # with a warning); `ignored`: DELETE/CONNECT; `error`: an internal error, answered per
-# the failure mode.
-Decision = Literal["allowed", "denied", "skipped", "ignored", "error"]
+# the failure mode; `timeout`: not judged within the review deadline, answered likewise.
+Decision = Literal["allowed", "denied", "skipped", "ignored", "error", "timeout"]
 
 
 class BadReview(ValueError):
@@ -322,6 +322,20 @@ def _internal_error(review: Review, mode: FailureMode, kind: str, version: str,
             "message": "draguard had an internal error and denied the object "
                        "(failure mode closed); the webhook log has the details"})
     return Answer(doc, review, "error", kind, version, error=trace)
+
+
+def answer_timed_out(review: Review, mode: FailureMode, seconds: float) -> Answer:
+    """The answer to a review not judged within its deadline of `seconds`, per the failure mode."""
+    kind, version = _kind_version(review.object or review.old_object or {})
+    what = f"draguard did not finish checking within {seconds:g} s"
+    if mode == "open":
+        doc = _response(review.uid, allowed=True, warnings=[
+            f"{what} and allowed the object unchecked (failure mode open)"])
+    else:
+        doc = _response(review.uid, allowed=False, status={
+            "metadata": {}, "status": "Failure", "reason": "Timeout", "code": 504,
+            "message": f"{what} and denied the object (failure mode closed)"})
+    return Answer(doc, review, "timeout", kind, version)
 
 
 def _verdict_for(obj: Mapping[str, Any], errors: Sequence[FieldError]) -> Verdict:

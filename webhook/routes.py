@@ -19,16 +19,18 @@ import orjson
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from draguard.webhook.config import Config, FailureMode
+from draguard.webhook.config import Config
 from draguard.webhook.review import (
     Answer,
     BadReview,
     Review,
     RuleSet,
     answer_mutate,
+    answer_timed_out,
     answer_validate,
     parse_review,
 )
+from draguard.webhook.serving.deadline import Runner
 from draguard.webhook.serving.decisionlog import log_line
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.tls import ContextCache
@@ -64,6 +66,7 @@ class WebhookState:
     rules: RuleSet
     metrics: Metrics
     tls: ContextCache | None
+    runner: Runner
     warm_error: str | None = None
 
     @property
@@ -165,7 +168,7 @@ def judge(
     except BadReview as exc:
         _count(state, endpoint, "bad_request", started)
         return 400, error_body(400, str(exc))
-    result = _answer(ANSWERERS[endpoint], review, state.rules, state.config.failure_mode)
+    result = _answer_in_time(state, endpoint, review)
     seconds = time.perf_counter() - started
     state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
                           operation=review.operation, decision=result.decision,
@@ -174,11 +177,24 @@ def judge(
     return 200, encode_answer(result.document)
 
 
-def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode) -> Answer:
-    result = answer(review, rules=rules, failure_mode=mode)
+def _answer_in_time(state: WebhookState, endpoint: str, review: Review) -> Answer:
+    """The review judged on the runner's threads within the deadline, else per failure mode."""
+    answer, rules, mode = ANSWERERS[endpoint], state.rules, state.config.failure_mode
+    budget = state.config.review_timeout
+    done, result = state.runner.run(lambda: answer(review, rules=rules, failure_mode=mode),
+                                    budget)
+    if done and result is not None:
+        _log_internal_error(review, result)
+        return result
+    log.warning("review of %s on /%s (uid %s) not finished within %g s: answered by failure "
+                "mode %s, review stopped", review.operation, endpoint, review.uid[:64], budget,
+                mode)
+    return answer_timed_out(review, mode, budget)
+
+
+def _log_internal_error(review: Review, result: Answer) -> None:
     if result.error:
         log.error("internal error on %s (uid %s):\n%s", review.operation, review.uid, result.error)
-    return result
 
 
 def _reject_transport(state: WebhookState, environ: dict[str, Any],

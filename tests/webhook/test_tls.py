@@ -6,7 +6,6 @@ import os
 import ssl
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,8 +15,6 @@ from draguard.webhook.serving.tls import (
     CertificateUnavailable,
     ContextCache,
     build_context,
-    cache_for,
-    gunicorn_ssl_context,
 )
 
 
@@ -119,18 +116,6 @@ def test_no_good_pair_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(CertificateUnavailable):
         cache.context()
     assert not cache.loaded
-
-
-def test_gunicorn_hook_uses_the_process_cache(state: StatePaths) -> None:
-    """The ssl_context hook answers from the per-process cache without calling the factory."""
-    conf = SimpleNamespace(certfile=str(state.tls_cert), keyfile=str(state.tls_key))
-
-    def factory() -> ssl.SSLContext:
-        raise AssertionError("gunicorn's default factory must not be used")
-
-    first = gunicorn_ssl_context(conf, factory)
-    assert gunicorn_ssl_context(conf, factory) is first
-    assert cache_for(state.tls_cert, state.tls_key).context() is first
 
 
 def test_temporary_key_copy_is_removed(state: StatePaths, tmp_path: Path,

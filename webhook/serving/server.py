@@ -1,35 +1,46 @@
 """gunicorn, configured in code from the frozen `Config` (no config file to drift).
 
-Threaded workers (`gthread`) keep connections alive between requests because the
-apiserver reuses them; the keep-alive timeout (120 s) outlasts the Go client's idle
-timeout (90 s in client-go's transport defaults), so the server never closes a
-connection the apiserver is about to reuse. TLS contexts come from the cached
-`ssl_context` hook in `draguard.webhook.serving.tls`.
+Event-driven workers (gevent, `draguard.webhook.serving.worker`) hold each connection
+in a greenlet with deadlines, and judge reviews on `threads` native threads each. They
+keep connections alive between requests because the apiserver reuses them; the
+keep-alive timeout (120 s) outlasts the Go client's idle timeout (90 s in client-go's
+transport defaults), so the server never closes a connection the apiserver is about
+to reuse. Each new connection is wrapped with the worker's cached certificate context
+(`draguard.webhook.serving.tls`), reloaded when the files change.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from draguard.webhook.config import Config
 from draguard.webhook.serving import metricsdir
-from draguard.webhook.serving.tls import gunicorn_ssl_context
+from draguard.webhook.serving.worker import deadline_context, worker_class
+
+# Connections per worker (gunicorn's default): a greenlet and TLS buffers each.
+WORKER_CONNECTIONS = 1000
 
 
 def gunicorn_settings(config: Config) -> dict[str, Any]:
     """The gunicorn settings for `config` (also used by bench/webhook.py for its no-op app)."""
     host = f"[{config.host}]" if ":" in config.host else config.host
+
+    def ssl_context(conf: Any, default_factory: Any) -> Any:
+        # gunicorn's server hook, called once per worker by its gevent worker.
+        return deadline_context(Path(conf.certfile), Path(conf.keyfile), config.read_timeout)
+
     settings: dict[str, Any] = {
         "bind": [f"{host}:{config.port}"],
         "workers": config.workers,
-        "worker_class": "gthread",
-        "threads": config.threads,
+        "worker_class": worker_class(config.read_timeout, config.review_timeout),
+        "worker_connections": WORKER_CONNECTIONS,
         "keepalive": config.keepalive,
         "certfile": str(config.cert_file),
         "keyfile": str(config.key_file),
-        "ssl_context": gunicorn_ssl_context,
+        "ssl_context": ssl_context,
         "child_exit": metricsdir.child_exit,
         "loglevel": config.log_level,
         "accesslog": None,  # the app logs one JSON line per decision instead

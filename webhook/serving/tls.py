@@ -1,14 +1,13 @@
 """One cached TLS server context per worker, rebuilt only when the key pair changes.
 
-gunicorn calls its `ssl_context` server hook for every accepted connection, and the
-default hook builds a new `SSLContext` each time, reading and parsing the key files
-(issue 4 §5: a tenfold loss of throughput over TLS). The hook
-here returns the cached context instead. A cheap `stat` of both files (inode, size,
-mtime) decides whether to look closer; only then are the files read, checked with
+Each new connection is wrapped with this cache's context
+(`draguard.webhook.serving.worker.deadline_context`); building a context per
+connection, reading and parsing the key files, would cost most of the throughput over
+TLS (issue 4 §5). A cheap `stat` of both files (inode, size, mtime) decides whether to look closer; only then are the files read, checked with
 `draguard.certs.files.load_pair` (parse + key matches certificate) and, when their
 fingerprint differs, turned into a new context. Broken or half-renewed files are
 logged and the last good context keeps serving; the next change of the files is
-looked at again. Because gunicorn asks per connection, new connections get the new
+looked at again. Because the cache is asked per connection, new connections get the new
 certificate at once while established keep-alive connections finish undisturbed.
 """
 
@@ -21,7 +20,6 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from draguard.certs.errors import CertificateFileError
 from draguard.certs.files import load_pair
@@ -124,20 +122,3 @@ def cache_for(cert: Path, key: Path) -> ContextCache:
         if cache is None:
             cache = _caches[ident] = ContextCache(*ident)
         return cache
-
-
-_by_setting: dict[tuple[str, str], ContextCache] = {}
-
-
-def gunicorn_ssl_context(conf: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext],
-                         ) -> ssl.SSLContext:
-    """gunicorn's `ssl_context` server hook: the worker's cached context.
-
-    Looked up by the settings' strings first, so a connection costs two `stat`
-    calls and no path arithmetic.
-    """
-    setting = (conf.certfile, conf.keyfile)
-    cache = _by_setting.get(setting)
-    if cache is None:
-        cache = _by_setting[setting] = cache_for(Path(setting[0]), Path(setting[1]))
-    return cache.context()
