@@ -8,6 +8,7 @@ prints the CA bundle and a `curl` line that sends an example AdmissionReview.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -63,10 +64,13 @@ def main(argv: Sequence[str]) -> int:
     print_banner(config, bundle)
     from draguard.webhook.serving.server import WebhookServer
 
+    master = os.getpid()
     try:
         WebhookServer(config).run()  # returns through SystemExit when the master stops
     finally:
-        if config.metrics_dir is None:  # a temporary folder of our own
+        # Workers are forked inside run() and leave through this `finally` too (their
+        # SystemExit): only the master may remove the folder all workers share.
+        if config.metrics_dir is None and os.getpid() == master:
             remove_multiprocess_dir(metrics_dir)
     return 0
 
