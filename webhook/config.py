@@ -63,6 +63,7 @@ class Config:
     max_body_bytes: int = MAX_BODY_BYTES
     review_timeout: float = REVIEW_TIMEOUT
     read_timeout: float = READ_TIMEOUT
+    client_ca: Path | None = None
     # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
     extra: Mapping[str, object] = field(default_factory=dict)
 
@@ -101,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"folder for the self-made CA and certificate (default ./{DEFAULT_STATE_DIR})")
     add("--cert", help="serving certificate (PEM); with --key, skips the self-made certificates")
     add("--key", help="serving key (PEM)")
+    add("--client-ca", help="require a client certificate signed by this CA (PEM): mutual "
+        "TLS with the apiserver's admission kubeconfig")
     add("--workers", type=int, help="gunicorn worker processes (default 2)")
     add("--threads", type=int, help="threads per worker (default 4)")
     add("--keepalive", type=int,
@@ -138,6 +141,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
     if mode not in ("open", "closed"):
         raise ConfigError(f"failure mode must be open or closed, not {mode!r}")
     metrics_dir = pick("metrics-dir")
+    client_ca = pick("client-ca")
     policy = pick("policy")
     return Config(
         host=pick("host") or "0.0.0.0",
@@ -157,6 +161,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         log_level=pick("log-level") or "info",
         review_timeout=_seconds(pick("review-timeout"), REVIEW_TIMEOUT, "review timeout"),
         read_timeout=_seconds(pick("read-timeout"), READ_TIMEOUT, "read timeout"),
+        client_ca=Path(client_ca) if client_ca else None,
     )
 
 

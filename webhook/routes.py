@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from flask import Blueprint, Response, current_app, request
@@ -34,6 +34,9 @@ from draguard.webhook.serving.deadline import Runner
 from draguard.webhook.serving.decisionlog import log_line
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.tls import ContextCache
+
+if TYPE_CHECKING:
+    from draguard.schema.policy.store import PolicyStore
 
 log = logging.getLogger("draguard.webhook")
 decisions = logging.getLogger("draguard.webhook.decisions")  # configured by `create_app`
@@ -67,6 +70,7 @@ class WebhookState:
     metrics: Metrics
     tls: ContextCache | None
     runner: Runner
+    policy: PolicyStore | None = None
     warm_error: str | None = None
 
     @property
@@ -76,7 +80,11 @@ class WebhookState:
         if self.warm_error is not None:
             reasons.append(f"rule set not ready: {self.warm_error}")
         if self.tls is not None and not self.tls.loaded:
-            reasons.append("no usable TLS certificate loaded")
+            reasons.append(f"no usable TLS certificate loaded: {self.tls.error}")
+        if self.policy is not None:
+            status = self.policy.status()
+            if status.sha256 is None:  # never a good policy: its rules are not enforced
+                reasons.append(f"policy not loaded: {status.error}")
         return reasons
 
 

@@ -11,13 +11,12 @@ to reuse. Each new connection is wrapped with the worker's cached certificate co
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from draguard.webhook.config import Config
-from draguard.webhook.serving import metricsdir
+from draguard.webhook.serving import laststate, metricsdir
 from draguard.webhook.serving.worker import deadline_context, worker_class
 
 # Connections per worker (gunicorn's default): a greenlet and TLS buffers each.
@@ -30,7 +29,7 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
 
     def ssl_context(conf: Any, default_factory: Any) -> Any:
         # gunicorn's server hook, called once per worker by its gevent worker.
-        return deadline_context(Path(conf.certfile), Path(conf.keyfile), config.read_timeout)
+        return deadline_context(config, config.read_timeout)
 
     settings: dict[str, Any] = {
         "bind": [f"{host}:{config.port}"],
@@ -42,6 +41,7 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
         "keyfile": str(config.key_file),
         "ssl_context": ssl_context,
         "child_exit": metricsdir.child_exit,
+        "pre_fork": laststate.pre_fork_hook(config),
         "loglevel": config.log_level,
         "accesslog": None,  # the app logs one JSON line per decision instead
         "proc_name": "draguard",

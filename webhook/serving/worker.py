@@ -27,19 +27,20 @@ from __future__ import annotations
 import logging
 import ssl
 import weakref
-from pathlib import Path
 from typing import Any
 
 import gevent
 from gevent import monkey, socket
 from gunicorn.workers.ggevent import GeventWorker
 
-from draguard.webhook.serving.tls import CertificateUnavailable, cache_for
+from draguard.webhook.config import Config
+from draguard.webhook.serving import laststate
+from draguard.webhook.serving.tls import CertificateUnavailable, ContextCache
 
 log = logging.getLogger("draguard.webhook.serving.worker")
 
 
-def deadline_context(cert: Path, key: Path, seconds: float) -> ssl.SSLContext:
+def deadline_context(config: Config, seconds: float) -> ssl.SSLContext:
     """A context that wraps each new connection with the worker's current certificate
     context (`draguard.webhook.serving.tls`), handshaking within `seconds`.
 
@@ -49,19 +50,21 @@ def deadline_context(cert: Path, key: Path, seconds: float) -> ssl.SSLContext:
     (a subclass made earlier would be left unpatched).
     """
 
+    cache = laststate.tls_cache(config)
+
     class DeadlineContext(ssl.SSLContext):
         def wrap_socket(self, sock: Any, server_side: bool = True,  # type: ignore[override]
                         do_handshake_on_connect: bool = True,
                         suppress_ragged_eofs: bool = True, **_: Any) -> ssl.SSLSocket:
-            return _handshake(sock, cert, key, seconds, suppress_ragged_eofs)
+            return _handshake(sock, cache, seconds, suppress_ragged_eofs)
 
     return DeadlineContext(ssl.PROTOCOL_TLS_SERVER)
 
 
-def _handshake(sock: Any, cert: Path, key: Path, seconds: float,
+def _handshake(sock: Any, cache: ContextCache, seconds: float,
                suppress_ragged_eofs: bool) -> ssl.SSLSocket:
     try:
-        context = cache_for(cert, key).context()
+        context = cache.context()
         wrapped = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False,
                                       suppress_ragged_eofs=suppress_ragged_eofs)
         with gevent.Timeout(seconds):
