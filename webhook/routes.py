@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from draguard.webhook.config import Config
 from draguard.webhook.review import (
+    MAX_NAME_ECHO,
     Answer,
     BadReview,
     Review,
@@ -28,6 +29,7 @@ from draguard.webhook.review import (
     answer_mutate,
     answer_timed_out,
     answer_validate,
+    clip,
     parse_review,
 )
 from draguard.webhook.serving.deadline import Runner
@@ -268,15 +270,20 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
     log_line(decisions, {
         "msg": "admission",
         "endpoint": endpoint,
-        "uid": result.review.uid,
+        "uid": _echo(result.review.uid),
         "operation": result.review.operation,
         "kind": result.kind,
         "apiVersion": result.version,
-        "namespace": meta.get("namespace") or result.review.namespace,
-        "name": meta.get("name") or result.review.name,
+        "namespace": _echo(meta.get("namespace") or result.review.namespace),
+        "name": _echo(meta.get("name") or result.review.name),
         "allowed": result.allowed,
         "decision": result.decision,
         "findings": result.findings,
         "dryRun": result.review.dry_run,
         "latencyMs": round(seconds * 1_000_000) / 1000,  # round(x, 3) takes a slower path
     })
+
+
+def _echo(value: Any) -> Any:
+    """A client's string as the log line carries it: at most a DNS name's length."""
+    return clip(value, MAX_NAME_ECHO) if isinstance(value, str) else value
