@@ -5,7 +5,7 @@
                                       [--workers 2] [--threads 4]
                                       [--tool python|hey] [--json]
 
-Starts, in this run, `draguard serve` (2 gthread workers, cached TLS context) and a
+Starts, in this run, `draguard serve` (2 gevent workers, cached TLS context) and a
 no-op Flask app served by the same `gunicorn_settings` (same workers, threads,
 keep-alive, TLS hook, certificate) whose `/validate` reads the body and returns a
 constant allowed review: the ceiling. For each server and each connection mode —

@@ -1,6 +1,6 @@
 """Faults on a running server: a killed worker, a broken policy file, garbage certificates.
 
-Each test drives the real `draguard serve` (gunicorn, 2 gthread workers, TLS on
+Each test drives the real `draguard serve` (gunicorn, 2 gevent workers, TLS on
 loopback). tests/webhook/test_rotation.py already covers garbage in `tls.crt` alone;
 this file adds the cases it does not: a worker killed mid-stream, a policy file made
 invalid or unreadable, and both certificate files (or a mismatched key) replaced.
