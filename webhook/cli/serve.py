@@ -13,6 +13,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from draguard.webhook.config import Config, ConfigError, parse_config
 
@@ -66,13 +67,21 @@ def main(argv: Sequence[str]) -> int:
 
     master = os.getpid()
     try:
-        WebhookServer(config).run()  # returns through SystemExit when the master stops
+        # returns through SystemExit when the master stops
+        WebhookServer(config, app_factory=worker_app).run()
     finally:
         # Workers are forked inside run() and leave through this `finally` too (their
         # SystemExit): only the master may remove the folder all workers share.
         if config.metrics_dir is None and os.getpid() == master:
             remove_multiprocess_dir(metrics_dir)
     return 0
+
+
+def worker_app(config: Config) -> Any:
+    """The Flask app, built in each worker: imported there, so the master stays small."""
+    from draguard.webhook.app import create_app
+
+    return create_app(config)
 
 
 def prepare_certificates(config: Config) -> str | None:

@@ -11,6 +11,7 @@ to reuse. Each new connection is wrapped with the worker's cached certificate co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -56,10 +57,13 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
-    """gunicorn running `create_app(config)` in each worker."""
+    """gunicorn running `app_factory(config)` in each worker (`draguard serve` passes one
+    that imports `create_app` there: the master never loads Flask or the rule set)."""
 
-    def __init__(self, config: Config, settings: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: Config, app_factory: Callable[[Config], Any],
+                 settings: dict[str, Any] | None = None) -> None:
         self.config = config
+        self.app_factory = app_factory
         self.settings = gunicorn_settings(config) if settings is None else settings
         super().__init__()
 
@@ -68,7 +72,4 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(name, value)
 
     def load(self) -> Any:
-        # Imported here, in the worker: the master never loads Flask or the rule set.
-        from draguard.webhook.app import create_app
-
-        return create_app(self.config)
+        return self.app_factory(self.config)
