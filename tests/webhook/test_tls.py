@@ -198,8 +198,9 @@ def wrong_name(ca: PemPair) -> PemPair:
 @pytest.mark.parametrize("make", [expired, wrong_name], ids=["expired", "wrong-name"])
 def test_unusable_pair_is_not_swapped_in(state: StatePaths,
                                          make: Callable[[PemPair], PemPair]) -> None:
-    """An expired pair, or one not naming the service, keeps the last good pair serving."""
-    cache = ContextCache(state.tls_cert, state.tls_key, names=(SERVICE_DNS,))
+    """An expired pair, or one not naming the service the last good pair named, keeps the
+    last good pair serving (no names given: they come from the first pair)."""
+    cache = ContextCache(state.tls_cert, state.tls_key)
     first = cache.context()
     good = cache.fingerprint
     swap_in(state, make(issue_ca()))

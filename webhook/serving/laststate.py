@@ -31,8 +31,9 @@ _on_policy_failure: list[Callable[[], None]] = []
 
 
 def tls_cache(config: Config) -> ContextCache:
-    return cache_for(config.cert_file, config.key_file, names=(config.service_dns,),
-                     client_ca=config.client_ca)
+    # No fixed name: the rendered manifests may place the service in another namespace
+    # than `--namespace` says; a replacement pair must keep the first pair's service names.
+    return cache_for(config.cert_file, config.key_file, client_ca=config.client_ca)
 
 
 def policy_store(config: Config) -> PolicyStore | None:

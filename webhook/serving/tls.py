@@ -62,8 +62,8 @@ class ContextCache:
     """The current context for one cert/key pair of files, reloaded on change.
 
     A pair is refused (and the last good one kept) when it does not parse, the key does
-    not match, it is not valid now, or it does not name every one of `names` (the
-    service's DNS name, which the apiserver verifies). The last good pair survives
+    not match, it is not valid now, or it does not name every one of `names` and every
+    service name (`*.svc`) the last good pair named (the apiserver verifies that name). The last good pair survives
     fork: a worker started after the files broke builds its context from the pair its
     master loaded (`draguard.webhook.serving.laststate`), not from what is on disk.
     """
@@ -116,7 +116,7 @@ class ContextCache:
             self._inherited()
         try:
             pair = load_pair(self.cert, self.key, now=dt.datetime.now(dt.UTC))
-            missing = [name for name in self.names if not _names(pair, name)]
+            missing = [name for name in self._required_names() if not _names(pair, name)]
             if missing:
                 raise CertificateFileError(self.cert, f"does not name {', '.join(missing)}")
             if pair.fingerprint != self.fingerprint:
@@ -133,6 +133,12 @@ class ContextCache:
             keeping = "keeping the last good pair" if self._context else "no pair loaded yet"
             log.warning("TLS files unusable, %s: %s", keeping, exc)
         self._stamp = stamp
+
+    def _required_names(self) -> list[str]:
+        """`names`, and every service name (`*.svc`) of the last good pair: the apiserver
+        calls the service by that name, so a replacement that drops it is refused."""
+        last = [] if self._pair is None else [n for n in self._pair.sans if n.endswith(".svc")]
+        return sorted({*self.names, *last})
 
     def _inherited(self) -> None:
         """After fork: rebuild the last good pair's context in this process (a worker's
