@@ -60,7 +60,7 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     app = Flask("draguard.webhook", root_path=here, instance_path=here)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     metrics = worker_metrics()
-    laststate.count_policy_failures(metrics.policy_failed)
+    laststate.count_failures(policy=metrics.policy_failed, tls=metrics.tls_failed)
     store = laststate.policy_store(config)
     rules = rules or RuleSet(release=config.release, mutator=load_mutator(store))
     cache = laststate.tls_cache(config) if tls else None

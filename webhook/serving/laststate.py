@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from draguard.webhook.config import Config
+from draguard.webhook.serving import tls as tls_module
 from draguard.webhook.serving.tls import ContextCache, cache_for
 
 if TYPE_CHECKING:
@@ -49,9 +50,11 @@ def policy_store(config: Config) -> PolicyStore | None:
     return store
 
 
-def count_policy_failures(callback: Callable[[], None]) -> None:
-    """Route this process's refused-policy events to `callback` (a worker's metric)."""
-    _on_policy_failure[:] = [callback]
+def count_failures(*, policy: Callable[[], None], tls: Callable[[], None]) -> None:
+    """Route this process's refused policy and certificate files to these callbacks
+    (a worker's metrics); the stores are shared with the master, the callbacks are not."""
+    _on_policy_failure[:] = [policy]
+    tls_module.on_failure[:] = [tls]
 
 
 def _policy_failed() -> None:

@@ -53,6 +53,10 @@ class Series:
             "draguard_policy_load_failures",
             "Policy files refused (unreadable or invalid); the last good policy stays in force.",
             registry=registry)
+        self.tls_failures = Counter(
+            "draguard_tls_load_failures",
+            "Certificate files refused (unreadable, mismatched, expired, a service name "
+            "dropped); the last good pair stays in use.", registry=registry)
 
 
 class Metrics:
@@ -87,6 +91,11 @@ class Metrics:
         """Count a refused policy file."""
         if self.series is not None:
             self.series.policy_failures.inc()
+
+    def tls_failed(self) -> None:
+        """Count a refused certificate pair."""
+        if self.series is not None:
+            self.series.tls_failures.inc()
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text: all workers' samples in multiprocess mode, else this app's."""

@@ -130,6 +130,8 @@ class ContextCache:
         except (CertificateFileError, ssl.SSLError, OSError) as exc:
             self.failures += 1
             self.error = str(exc)
+            for callback in on_failure:  # this process's metric (`laststate`)
+                callback()
             keeping = "keeping the last good pair" if self._context else "no pair loaded yet"
             log.warning("TLS files unusable, %s: %s", keeping, exc)
         self._stamp = stamp
@@ -157,6 +159,8 @@ def _names(pair: CertifiedKey, name: str) -> bool:
     return any(san == name or (san.startswith("*.") and san[2:] == parent) for san in pair.sans)
 
 
+# Called on each refused look at changed files; a worker's app puts its metric here.
+on_failure: list[Callable[[], None]] = []
 _caches: dict[tuple[Path, Path], ContextCache] = {}
 _caches_lock = threading.Lock()
 
