@@ -3,7 +3,7 @@
     .venv/bin/python bench/soak.py [--minutes 10] [--rate 200] [--rotate-every 60]
                                    [--window 60] [--new-connection-clients 1]
 
-Starts `draguard serve` (2 gthread workers, TLS) and sends AdmissionReviews for the
+Starts `draguard serve` (2 gevent workers, TLS) and sends AdmissionReviews for the
 typical claim of bench/webhook.py in an open loop at `--rate` requests/s in total
 (latency from each request's scheduled start), from four client processes: most on
 one kept-alive connection each, `--new-connection-clients` of them with a new TLS

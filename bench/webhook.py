@@ -5,7 +5,7 @@
                                       [--workers 2] [--threads 4]
                                       [--tool python|hey] [--json]
 
-Starts, in this run, `draguard serve` (2 gthread workers, cached TLS context) and a
+Starts, in this run, `draguard serve` (2 gevent workers, cached TLS context) and a
 no-op Flask app served by the same `gunicorn_settings` (same workers, threads,
 keep-alive, TLS hook, certificate) whose `/validate` reads the body and returns a
 constant allowed review: the ceiling. For each server and each connection mode —
@@ -30,8 +30,7 @@ the same run is the figure to compare. Targets (issue 4): draguard ≥ 80 % of t
 no-op throughput and p99 < 10 ms at 200 requests/s, in both modes.
 
 Two things to know when reading the figures. The no-op app runs on the same server as
-draguard: the same `gunicorn_settings`, and the same one-write-per-answer response
-(`draguard.webhook.serving.singlewrite`), so the ratio measures what judging costs, not a
+draguard (the same `gunicorn_settings`), so the ratio measures what judging costs, not a
 difference in the HTTP stack. And with keep-alive a round's throughput depends on how
 the `--concurrency` connections happen to spread over the two workers (4+0, 3+1 or 2+2:
 one GIL busy or both), for either server, so single rounds differ by up to 2.5×; use
@@ -128,9 +127,6 @@ def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
                 self.cfg.set(name, value)
 
         def load(self) -> Flask:
-            from draguard.webhook.serving.singlewrite import install
-
-            install()  # as WebhookServer.load does: the same server, only the app differs
             return noop_app()
 
     Noop().run()

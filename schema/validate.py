@@ -228,9 +228,15 @@ class _SpecMemo:
     """
 
     MAX_ENTRIES = 1024
+    # Bounded in bytes too (issue 15 §3): an entry costs about a few times its spec's
+    # content, so the content is counted; a spec larger than MAX_ENTRY_BYTES (no real
+    # claim comes near) is not remembered at all.
+    MAX_BYTES = 32 * 1024 * 1024
+    MAX_ENTRY_BYTES = 256 * 1024
 
     def __init__(self) -> None:
         self._entries: dict[_Key, _Remembered] = {}
+        self._bytes = 0
         self._options_keys: dict[int, tuple[Options, _OptionsKey]] = {}
 
     def key(self, obj: dict[str, Any], options: Options) -> _Key | None:
@@ -271,9 +277,13 @@ class _SpecMemo:
     def put(self, key: _Key | None, remembered: _Remembered) -> None:
         if key is None:
             return
-        if len(self._entries) >= self.MAX_ENTRIES:
-            self._entries = {}
+        size = len(key[0])
+        if size > self.MAX_ENTRY_BYTES:
+            return
+        if len(self._entries) >= self.MAX_ENTRIES or self._bytes + size > self.MAX_BYTES:
+            self._entries, self._bytes = {}, 0
         self._entries[key] = remembered
+        self._bytes += size
 
 
 _MEMO = _SpecMemo()

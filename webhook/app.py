@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 
@@ -19,9 +18,14 @@ from draguard.schema.model.options import Options
 from draguard.webhook.config import Config
 from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.routes import WebhookState, blueprint, decisions
+from draguard.webhook.serving import laststate
+from draguard.webhook.serving.deadline import runner_for
 from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.serving.metrics import Metrics
-from draguard.webhook.serving.tls import cache_for
+from draguard.webhook.serving.metricsdir import multiprocess_dir, usable
+
+if TYPE_CHECKING:
+    from draguard.schema.policy.store import PolicyStore
 
 log = logging.getLogger("draguard.webhook")
 
@@ -55,11 +59,13 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     here = str(Path(__file__).resolve().parent)
     app = Flask("draguard.webhook", root_path=here, instance_path=here)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
-    metrics = Metrics()
-    rules = rules or RuleSet(release=config.release, mutator=load_mutator(
-        config, on_failure=metrics.policy_failures.inc))
-    cache = cache_for(config.cert_file, config.key_file) if tls else None
-    state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache)
+    metrics = worker_metrics()
+    laststate.count_failures(policy=metrics.policy_failed, tls=metrics.tls_failed)
+    store = laststate.policy_store(config)
+    rules = rules or RuleSet(release=config.release, mutator=load_mutator(store))
+    cache = laststate.tls_cache(config) if tls else None
+    state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache,
+                         runner=runner_for(config.threads), policy=store)
     state.warm_error = warm(rules)
     if cache is not None:
         try:
@@ -69,6 +75,15 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     app.extensions["draguard"] = state
     app.register_blueprint(blueprint)
     return app
+
+
+def worker_metrics() -> Metrics:
+    """This worker's metrics; disabled (serving goes on) when the shared folder is unusable."""
+    folder = multiprocess_dir()
+    problem = usable(folder) if folder is not None else None
+    if problem is not None:
+        log.warning("metrics disabled in this worker, folder unusable: %s", problem)
+    return Metrics(enabled=problem is None)
 
 
 def warm(rules: RuleSet) -> str | None:
@@ -81,20 +96,18 @@ def warm(rules: RuleSet) -> str | None:
     return None
 
 
-def load_mutator(config: Config, *,
-                 on_failure: Callable[[], None] | None = None) -> Mutator | None:
+def load_mutator(store: PolicyStore | None) -> Mutator | None:
     """The policy-driven mutator (`draguard.schema.policy.mutation`), or None without `--policy`.
 
     None makes `/mutate` allow everything with an empty patch (issue 4 §3: no policy →
-    an empty patch). The store re-reads the file when it changes (ConfigMap updates);
-    `on_failure` runs once per distinct refused file (the policy-failure metric).
+    an empty patch). The store re-reads the file when it changes (ConfigMap updates) and
+    keeps the last good policy; it comes from the master with that policy
+    (`draguard.webhook.serving.laststate`).
     """
-    if config.policy is None:
+    if store is None:
         return None
     from draguard.schema.policy.mutation import Mutation, mutate
-    from draguard.schema.policy.store import PolicyStore
 
-    store = PolicyStore(config.policy, on_failure=on_failure)
     # Load now, at worker start: a worker that first reads the file after it broke has
     # no last good policy to keep (found by tests/hostile/test_faults.py).
     store.current()

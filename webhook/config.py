@@ -25,6 +25,13 @@ DEFAULT_NAMESPACE = "draguard-system"
 # The apiserver's own request limit is 3 MiB (etcd's 1.5 MiB object limit ×2 for
 # encodings); an AdmissionReview carries object + oldObject, so 3 MiB is the cap.
 MAX_BODY_BYTES = 3 * 1024 * 1024
+# The apiserver waits 10 s for a webhook by default and 1–3 s in most installs; a review
+# that has not finished in a second is answered by the failure mode instead.
+REVIEW_TIMEOUT = 1.0
+# A new connection must complete its TLS handshake, and each request its headers and
+# body, within this (Go's net/http servers in Gatekeeper and Kyverno: ReadHeaderTimeout
+# and ReadTimeout of a few seconds). Idle keep-alive connections wait `keepalive`.
+READ_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,9 @@ class Config:
     metrics_dir: Path | None = None
     log_level: str = "info"
     max_body_bytes: int = MAX_BODY_BYTES
+    review_timeout: float = REVIEW_TIMEOUT
+    read_timeout: float = READ_TIMEOUT
+    client_ca: Path | None = None
     # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
     extra: Mapping[str, object] = field(default_factory=dict)
 
@@ -92,14 +102,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"folder for the self-made CA and certificate (default ./{DEFAULT_STATE_DIR})")
     add("--cert", help="serving certificate (PEM); with --key, skips the self-made certificates")
     add("--key", help="serving key (PEM)")
+    add("--client-ca", help="require a client certificate signed by this CA (PEM): mutual "
+        "TLS with the apiserver's admission kubeconfig")
     add("--workers", type=int, help="gunicorn worker processes (default 2)")
-    add("--threads", type=int, help="threads per worker (default 4)")
+    add("--threads", type=int, help="review threads per worker (default 4); connections are greenlets")
     add("--keepalive", type=int,
         help="seconds an idle keep-alive connection stays open (default 120)")
     add("--policy", help="mutation policy file (reloaded on change)")
     add("--kubernetes-version", help="Kubernetes release whose rules to apply (default newest)")
     add("--failure-mode", choices=("open", "closed"),
-        help="answer to an internal error (default open)")
+        help="answer to an internal error or a review past its deadline (default open)")
+    add("--review-timeout", help=f"seconds a review may take before the failure mode answers "
+        f"it (default {REVIEW_TIMEOUT:g})")
+    add("--read-timeout", help="seconds for a TLS handshake, and for a request's headers and "
+        f"body (default {READ_TIMEOUT:g})")
     add("--service", help=f"service name in the self-made certificate (default {DEFAULT_SERVICE})")
     add("--namespace", help=f"service namespace in the certificate (default {DEFAULT_NAMESPACE})")
     add("--metrics-dir", help="prometheus multiprocess folder (default: a fresh temporary one)")
@@ -125,6 +141,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
     if mode not in ("open", "closed"):
         raise ConfigError(f"failure mode must be open or closed, not {mode!r}")
     metrics_dir = pick("metrics-dir")
+    client_ca = pick("client-ca")
     policy = pick("policy")
     return Config(
         host=pick("host") or "0.0.0.0",
@@ -142,6 +159,9 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         namespace=pick("namespace") or DEFAULT_NAMESPACE,
         metrics_dir=Path(metrics_dir) if metrics_dir else None,
         log_level=pick("log-level") or "info",
+        review_timeout=_seconds(pick("review-timeout"), REVIEW_TIMEOUT, "review timeout"),
+        read_timeout=_seconds(pick("read-timeout"), READ_TIMEOUT, "read timeout"),
+        client_ca=Path(client_ca) if client_ca else None,
     )
 
 
@@ -154,6 +174,18 @@ def _positive(text: str | None, default: int, name: str) -> int:
         raise ConfigError(f"{name} must be a number, not {text!r}") from None
     if value < 1 or (name == "port" and value > 65535):
         raise ConfigError(f"{name} out of range: {value}")
+    return value
+
+
+def _seconds(text: str | None, default: float, name: str) -> float:
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, not {text!r}") from None
+    if not 0 < value <= 3600:
+        raise ConfigError(f"{name} out of range: {text}")
     return value
 
 

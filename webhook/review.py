@@ -32,6 +32,11 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 # opaque parameters 900 levels deep made /mutate an internal error (tests/hostile).
 # Real claims nest about 10 levels; driver parameters rarely more than a few.
 MAX_NESTING = 200
+# Echo bounds: a name as long as a DNS subdomain (253) passes whole; one cause message
+# as long as one apiserver warning (4,096); the whole status message four times that.
+MAX_NAME_ECHO = 253
+MAX_MESSAGE_ECHO = 4096
+MAX_STATUS_MESSAGE = 16384
 
 # Warnings are bounded as the apiserver bounds them: each item is cut at 256 characters
 # and the total stays within 4,096 (Kubernetes "admission webhook warnings" guidance;
@@ -41,8 +46,8 @@ MAX_TOTAL_CHARS = 4096
 
 # `allowed`/`denied`: judged; `skipped`: not a claim or template draguard knows (allowed,
 # with a warning); `ignored`: DELETE/CONNECT; `error`: an internal error, answered per
-# the failure mode.
-Decision = Literal["allowed", "denied", "skipped", "ignored", "error"]
+# the failure mode; `timeout`: not judged within the review deadline, answered likewise.
+Decision = Literal["allowed", "denied", "skipped", "ignored", "error", "timeout"]
 
 
 class BadReview(ValueError):
@@ -237,18 +242,27 @@ def render_invalid(verdict: Verdict) -> dict[str, Any]:
     gives one cause {reason: cause type, message: body, field: path} (§3.1).
     """
     kind = verdict.kind or "ResourceClaim"
-    name = verdict.name or ""
+    name = clip(verdict.name or "", MAX_NAME_ECHO)
     errors = list(verdict.errors)
-    causes = [{"reason": e.type.cause_type, "message": e.message, "field": e.field}
-              for e in errors]
+    causes = [{"reason": e.type.cause_type, "message": clip(e.message, MAX_MESSAGE_ECHO),
+               "field": clip(e.field, MAX_MESSAGE_ECHO)} for e in errors]
+    message = f"{kind}.{GROUP} {go_quote(name)} is invalid: {aggregate_message(errors)}"
     return {
         "metadata": {},
         "status": "Failure",
-        "message": f"{kind}.{GROUP} {go_quote(name)} is invalid: {aggregate_message(errors)}",
+        "message": clip(message, MAX_STATUS_MESSAGE),
         "reason": "Invalid",
         "details": {"name": name, "group": GROUP, "kind": kind, "causes": causes},
         "code": 422,
     }
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying so: what a client sent is echoed back
+    bounded (a 3 MiB name once made a 12 MB answer). Short texts are unchanged."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 _WARNINGS = "draguard.webhook.warnings"  # the key in `Verdict.derived`
@@ -322,6 +336,20 @@ def _internal_error(review: Review, mode: FailureMode, kind: str, version: str,
             "message": "draguard had an internal error and denied the object "
                        "(failure mode closed); the webhook log has the details"})
     return Answer(doc, review, "error", kind, version, error=trace)
+
+
+def answer_timed_out(review: Review, mode: FailureMode, seconds: float) -> Answer:
+    """The answer to a review not judged within its deadline of `seconds`, per the failure mode."""
+    kind, version = _kind_version(review.object or review.old_object or {})
+    what = f"draguard did not finish checking within {seconds:g} s"
+    if mode == "open":
+        doc = _response(review.uid, allowed=True, warnings=[
+            f"{what} and allowed the object unchecked (failure mode open)"])
+    else:
+        doc = _response(review.uid, allowed=False, status={
+            "metadata": {}, "status": "Failure", "reason": "Timeout", "code": 504,
+            "message": f"{what} and denied the object (failure mode closed)"})
+    return Answer(doc, review, "timeout", kind, version)
 
 
 def _verdict_for(obj: Mapping[str, Any], errors: Sequence[FieldError]) -> Verdict:

@@ -13,25 +13,32 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from draguard.webhook.config import Config, FailureMode
+from draguard.webhook.config import Config
 from draguard.webhook.review import (
+    MAX_NAME_ECHO,
     Answer,
     BadReview,
     Review,
     RuleSet,
     answer_mutate,
+    answer_timed_out,
     answer_validate,
+    clip,
     parse_review,
 )
+from draguard.webhook.serving.deadline import Runner
 from draguard.webhook.serving.decisionlog import log_line
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.tls import ContextCache
+
+if TYPE_CHECKING:
+    from draguard.schema.policy.store import PolicyStore
 
 log = logging.getLogger("draguard.webhook")
 decisions = logging.getLogger("draguard.webhook.decisions")  # configured by `create_app`
@@ -64,6 +71,8 @@ class WebhookState:
     rules: RuleSet
     metrics: Metrics
     tls: ContextCache | None
+    runner: Runner
+    policy: PolicyStore | None = None
     warm_error: str | None = None
 
     @property
@@ -73,7 +82,11 @@ class WebhookState:
         if self.warm_error is not None:
             reasons.append(f"rule set not ready: {self.warm_error}")
         if self.tls is not None and not self.tls.loaded:
-            reasons.append("no usable TLS certificate loaded")
+            reasons.append(f"no usable TLS certificate loaded: {self.tls.error}")
+        if self.policy is not None:
+            status = self.policy.status()
+            if status.sha256 is None:  # never a good policy: its rules are not enforced
+                reasons.append(f"policy not loaded: {status.error}")
         return reasons
 
 
@@ -130,7 +143,7 @@ def _admit(endpoint: str) -> Response:
         return _error(code, message, keep_alive=_drain(environ, length, state.config.max_body_bytes))
     if length is not None:
         # Within the limit (checked above): read exactly that from the server, without
-        # werkzeug's limited-stream wrapper (a tenth of a request's own time in the app).
+        # werkzeug's limited-stream wrapper (PEP 3333: the server's stream, read to the length).
         body = environ["wsgi.input"].read(length)
     else:
         try:
@@ -145,8 +158,8 @@ def _admit(endpoint: str) -> Response:
 def _content_length(environ: dict[str, Any]) -> int | None:
     """`request.content_length`, read from the environ when it is plain digits.
 
-    werkzeug builds its header view and parses Transfer-Encoding for it (2 µs a
-    review); anything but a plain length without Transfer-Encoding still goes to it.
+    werkzeug builds its header view and parses Transfer-Encoding for it; anything but
+    a plain length without Transfer-Encoding still goes to it.
     """
     raw = environ.get("CONTENT_LENGTH")
     if "HTTP_TRANSFER_ENCODING" in environ or raw is None or not (
@@ -165,7 +178,7 @@ def judge(
     except BadReview as exc:
         _count(state, endpoint, "bad_request", started)
         return 400, error_body(400, str(exc))
-    result = _answer(ANSWERERS[endpoint], review, state.rules, state.config.failure_mode)
+    result = _answer_in_time(state, endpoint, review)
     seconds = time.perf_counter() - started
     state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
                           operation=review.operation, decision=result.decision,
@@ -174,11 +187,24 @@ def judge(
     return 200, encode_answer(result.document)
 
 
-def _answer(answer: Answerer, review: Review, rules: RuleSet, mode: FailureMode) -> Answer:
-    result = answer(review, rules=rules, failure_mode=mode)
+def _answer_in_time(state: WebhookState, endpoint: str, review: Review) -> Answer:
+    """The review judged on the runner's threads within the deadline, else per failure mode."""
+    answer, rules, mode = ANSWERERS[endpoint], state.rules, state.config.failure_mode
+    budget = state.config.review_timeout
+    done, result = state.runner.run(lambda: answer(review, rules=rules, failure_mode=mode),
+                                    budget)
+    if done and result is not None:
+        _log_internal_error(review, result)
+        return result
+    log.warning("review of %s on /%s (uid %s) not finished within %g s: answered by failure "
+                "mode %s, review stopped", review.operation, endpoint, review.uid[:64], budget,
+                mode)
+    return answer_timed_out(review, mode, budget)
+
+
+def _log_internal_error(review: Review, result: Answer) -> None:
     if result.error:
         log.error("internal error on %s (uid %s):\n%s", review.operation, review.uid, result.error)
-    return result
 
 
 def _reject_transport(state: WebhookState, environ: dict[str, Any],
@@ -244,15 +270,20 @@ def _log_decision(endpoint: str, result: Answer, seconds: float) -> None:
     log_line(decisions, {
         "msg": "admission",
         "endpoint": endpoint,
-        "uid": result.review.uid,
+        "uid": _echo(result.review.uid),
         "operation": result.review.operation,
         "kind": result.kind,
         "apiVersion": result.version,
-        "namespace": meta.get("namespace") or result.review.namespace,
-        "name": meta.get("name") or result.review.name,
+        "namespace": _echo(meta.get("namespace") or result.review.namespace),
+        "name": _echo(meta.get("name") or result.review.name),
         "allowed": result.allowed,
         "decision": result.decision,
         "findings": result.findings,
         "dryRun": result.review.dry_run,
         "latencyMs": round(seconds * 1_000_000) / 1000,  # round(x, 3) takes a slower path
     })
+
+
+def _echo(value: Any) -> Any:
+    """A client's string as the log line carries it: at most a DNS name's length."""
+    return clip(value, MAX_NAME_ECHO) if isinstance(value, str) else value

@@ -117,6 +117,31 @@ def test_failure_policy_components_build_like_kubectl_kustomize(
     assert policies == expected
 
 
+@pytest.mark.parametrize("mode", CERT_MODES)
+def test_client_ca_component_requires_client_certificates(mode: CertMode, tmp_path: Path
+                                                          ) -> None:
+    """The mutual-TLS component (issue 15 §5): the flag, the CA mounted, TCP probes."""
+    folder = tmp_path / "client-ca"
+    write_kustomization(folder, {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [relative(overlay_dir(mode), folder)],
+        "components": [relative(DEPLOY_ROOT / "components" / "client-ca", folder)],
+    })
+    built = build(folder)
+    if KUBECTL is not None:
+        assert built == kustomize(folder)
+    [deployment] = [m for m in built if m["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert "--client-ca=/etc/draguard/client-ca/ca.crt" in container["args"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["client-ca"] == "/etc/draguard/client-ca"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["client-ca"]["configMap"]["name"] == "draguard-client-ca"
+    assert "tcpSocket" in container["readinessProbe"] and "tcpSocket" in container["livenessProbe"]
+
+
 @pytest.mark.parametrize("options", CUSTOM)
 def test_no_default_namespace_survives_a_namespace_change(options: RenderOptions) -> None:
     """After choosing a namespace, no object mentions draguard-system any more."""

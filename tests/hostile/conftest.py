@@ -85,3 +85,32 @@ def api(hostile_server: Any) -> Iterator[Any]:
     client = hostile_server.client()
     yield client
     client.close()
+
+
+def launch(folder: Path, *args: str) -> Any:
+    """Start `draguard serve` on a free loopback port with exactly `args` (beyond host,
+    port and state folder); return once it accepts TCP connections (not necessarily
+    ready: some tests start servers that must not become ready)."""
+    import os
+    import socket
+    import subprocess
+    import time
+
+    port = webhook_helpers.free_port()
+    argv = [sys.executable, "-m", "draguard.webhook.cli.main", "serve", "--host", "127.0.0.1",
+            "--port", str(port), "--state-dir", str(folder / "state"), *args]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DRAGUARD_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+    with open(folder / "server.log", "wb") as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                   cwd=folder)
+    server = Server(process, port, folder / "state", folder / "server.log")
+    deadline = time.monotonic() + 30  # only stops a wait that would otherwise hang
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server
+        except OSError:
+            time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"draguard serve did not listen:\n{server.log()}")

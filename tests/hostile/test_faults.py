@@ -1,6 +1,6 @@
 """Faults on a running server: a killed worker, a broken policy file, garbage certificates.
 
-Each test drives the real `draguard serve` (gunicorn, 2 gthread workers, TLS on
+Each test drives the real `draguard serve` (gunicorn, 2 gevent workers, TLS on
 loopback). tests/webhook/test_rotation.py already covers garbage in `tls.crt` alone;
 this file adds the cases it does not: a worker killed mid-stream, a policy file made
 invalid or unreadable, and both certificate files (or a mismatched key) replaced.
@@ -237,12 +237,18 @@ def test_broken_certificates_keep_last_good_pair(faulty: Any,
     state = StatePaths.of(faulty.state_dir)
     good = fingerprints(faulty)
     assert len(good) == 1
+    api = faulty.client()
+    refused = lambda: metric_total(  # noqa: E731
+        api.request("GET", "/metrics", fresh=True).body.decode(),
+        "draguard_tls_load_failures_total")
+    before = refused()
     with Stream(faulty, clients=2) as stream:
         damage(state)
         time.sleep(0.3)
         assert fingerprints(faulty) == good
         started = time.monotonic()
         assert wait_for(lambda: stream.answered_after(started) >= 20)
+        assert wait_for(lambda: refused() > before)  # counted in /metrics
     renew(state.dir)  # leave a good pair for the next test
     assert fingerprints(faulty) != good
     assert stream.failures == []

@@ -194,3 +194,18 @@ def test_reading_metadata_copies_labels_and_annotations() -> None:
     assert reading.value is not meta
     assert reading.value["labels"] is not meta["labels"]
     assert reading.value["annotations"] is not meta["annotations"]
+
+
+def test_memo_is_bounded_in_bytes() -> None:
+    """Large specs are not remembered; the total remembered content stays under the budget
+    (issue 15 §3: 200 distinct large claims once held 1.3 GiB in one worker)."""
+    from draguard.schema.validate import _MEMO, _SpecMemo
+
+    memo = _SpecMemo()
+    memo.put((b"x" * (_SpecMemo.MAX_ENTRY_BYTES + 1), None), object())  # type: ignore[arg-type]
+    assert memo._entries == {}
+    entry = b"y" * (_SpecMemo.MAX_ENTRY_BYTES - 16)
+    for n in range(2 * _SpecMemo.MAX_BYTES // len(entry)):
+        memo.put((entry + str(n).encode(), None), object())  # type: ignore[arg-type]
+        assert memo._bytes <= _SpecMemo.MAX_BYTES and memo._entries
+    assert _MEMO is not memo

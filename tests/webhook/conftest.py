@@ -193,7 +193,7 @@ def _start_once(folder: Path, *extra: str, workers: int, threads: int) -> Server
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One real server per test module (2 gthread workers over TLS)."""
+    """One real server per test module (2 gevent workers over TLS)."""
     running = start_server(tmp_path_factory.mktemp("serve"))
     yield running
     running.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Iterator
@@ -196,6 +197,21 @@ def test_one_decision_line_per_review(client: FlaskClient,
     assert (line["namespace"], line["name"]) == ("ns", "c")
     assert line["allowed"] is False and line["findings"] >= 1
     assert line["latencyMs"] > 0
+
+
+def test_a_huge_name_is_echoed_bounded(decision_lines: list[dict[str, Any]]) -> None:
+    """A name of nearly 3 MiB (issue 15: a 12 MB answer) comes back clipped, in the answer
+    and in the log line; the uid is echoed whole."""
+    app = create_app(Config(review_timeout=120), tls=False)  # judged, not timed out
+    claim = copy.deepcopy(CLAIM)
+    claim["metadata"]["name"] = "a" * (3 * 1024 * 1024 - 4096)
+    response = post(app.test_client(), json.dumps(review(claim, uid="huge")))
+    assert response.status_code == 200 and len(response.data) < 64 * 1024
+    answer = response.get_json()["response"]
+    assert answer["uid"] == "huge" and answer["allowed"] is False
+    assert answer["status"]["details"]["name"].endswith("more characters)")
+    [line] = decision_lines
+    assert len(line["name"]) < 300
 
 
 @settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -213,7 +213,7 @@ def metric(text: str, name: str, **labels: str) -> float:
 
 
 def test_metrics_add_up_across_workers(server: Server) -> None:
-    """Requests answered by any worker appear in /metrics read from any worker, within 0.25 s."""
+    """Requests answered by any worker appear in /metrics read from any worker."""
     api = server.client()
     labels = {"endpoint": "validate", "operation": "CONNECT", "decision": "ignored"}
 
@@ -224,7 +224,6 @@ def test_metrics_add_up_across_workers(server: Server) -> None:
     before = scrape()
     for i in range(12):  # new connections spread over both workers
         api.review(review(None, operation="CONNECT", uid=f"m{i}"), fresh=True)
-    # Each worker writes its queued samples every 0.25 s (draguard.webhook.serving.metrics).
     deadline = time.monotonic() + 30  # a bound on polling, not a speed check
     while scrape() != before + 12 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import ssl
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from draguard.certs.authority import PemPair, issue_ca, issue_serving_cert
 from draguard.certs.files import StatePaths, create_certificates, renew, write_atomically
 from draguard.certs.inspection import CertifiedKey
 from draguard.webhook.serving.tls import (
     CertificateUnavailable,
     ContextCache,
     build_context,
-    cache_for,
-    gunicorn_ssl_context,
 )
 
 
@@ -121,18 +120,6 @@ def test_no_good_pair_is_unavailable(tmp_path: Path) -> None:
     assert not cache.loaded
 
 
-def test_gunicorn_hook_uses_the_process_cache(state: StatePaths) -> None:
-    """The ssl_context hook answers from the per-process cache without calling the factory."""
-    conf = SimpleNamespace(certfile=str(state.tls_cert), keyfile=str(state.tls_key))
-
-    def factory() -> ssl.SSLContext:
-        raise AssertionError("gunicorn's default factory must not be used")
-
-    first = gunicorn_ssl_context(conf, factory)
-    assert gunicorn_ssl_context(conf, factory) is first
-    assert cache_for(state.tls_cert, state.tls_key).context() is first
-
-
 def test_temporary_key_copy_is_removed(state: StatePaths, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The private copy of the key made for load_cert_chain does not outlive the build."""
@@ -189,3 +176,59 @@ def test_secret_volume_symlink_swap_is_seen(tmp_path: Path) -> None:
     os.replace(mount / "..data_tmp", mount / "..data")  # what the kubelet does
     assert cache.context() is not before
     assert cache.fingerprint == second.fingerprint
+
+
+SERVICE_DNS = "draguard.draguard-system.svc"
+
+
+def swap_in(state: StatePaths, pair: PemPair) -> None:
+    write_atomically(state.tls_key, pair.key_pem, mode=0o600)
+    write_atomically(state.tls_cert, pair.cert_pem, mode=0o644)
+
+
+def expired(ca: PemPair) -> PemPair:
+    return issue_serving_cert(ca, valid_days=1,
+                              now=dt.datetime.now(dt.UTC) - dt.timedelta(days=3))
+
+
+def wrong_name(ca: PemPair) -> PemPair:
+    return issue_serving_cert(ca, service="other", namespace="elsewhere")
+
+
+@pytest.mark.parametrize("make", [expired, wrong_name], ids=["expired", "wrong-name"])
+def test_unusable_pair_is_not_swapped_in(state: StatePaths,
+                                         make: Callable[[PemPair], PemPair]) -> None:
+    """An expired pair, or one not naming the service the last good pair named, keeps the
+    last good pair serving (no names given: they come from the first pair)."""
+    cache = ContextCache(state.tls_cert, state.tls_key)
+    first = cache.context()
+    good = cache.fingerprint
+    swap_in(state, make(issue_ca()))
+    assert cache.context() is first and cache.fingerprint == good
+    assert cache.error is not None
+
+
+def test_unusable_pair_at_start_is_unavailable_with_a_reason(state: StatePaths) -> None:
+    swap_in(state, wrong_name(issue_ca()))
+    cache = ContextCache(state.tls_cert, state.tls_key, names=(SERVICE_DNS,))
+    with pytest.raises(CertificateUnavailable, match="does not name"):
+        cache.context()
+    assert not cache.loaded
+
+
+def test_a_forked_process_serves_the_last_good_pair(state: StatePaths) -> None:
+    """A worker forked after the files were deleted builds its context from the
+    master's last good pair."""
+    cache = ContextCache(state.tls_cert, state.tls_key, names=(SERVICE_DNS,))
+    good = cache.context()
+    os.unlink(state.tls_cert)
+    os.unlink(state.tls_key)
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only with a fresh context for the same pair
+        try:
+            context = cache.context()
+            os._exit(0 if context is not good and cache.loaded else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -17,10 +17,12 @@ sends an example AdmissionReview. The bundle itself is printed only on request
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from draguard.webhook.config import Config, ConfigError, parse_config
 
@@ -63,18 +65,32 @@ def main(argv: Sequence[str]) -> int:
     except Exception as exc:  # certificate files the user named or a state dir we cannot use
         print(f"draguard serve: {exc}", file=sys.stderr)
         return 1
-    from draguard.webhook.serving.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+    from draguard.webhook.serving.metricsdir import (
+        prepare_multiprocess_dir,
+        remove_multiprocess_dir,
+    )
 
     metrics_dir = prepare_multiprocess_dir(config.metrics_dir)
     print_banner(config, self_made=bundle is not None)
     from draguard.webhook.serving.server import WebhookServer
 
+    master = os.getpid()
     try:
-        WebhookServer(config).run()  # returns through SystemExit when the master stops
+        # returns through SystemExit when the master stops
+        WebhookServer(config, app_factory=worker_app).run()
     finally:
-        if config.metrics_dir is None:  # a temporary folder of our own
+        # Workers are forked inside run() and leave through this `finally` too (their
+        # SystemExit): only the master may remove the folder all workers share.
+        if config.metrics_dir is None and os.getpid() == master:
             remove_multiprocess_dir(metrics_dir)
     return 0
+
+
+def worker_app(config: Config) -> Any:
+    """The Flask app, built in each worker: imported there, so the master stays small."""
+    from draguard.webhook.app import create_app
+
+    return create_app(config)
 
 
 def prepare_certificates(config: Config) -> str | None:

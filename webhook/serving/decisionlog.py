@@ -8,8 +8,7 @@ and writes the waiting lines together: when `max_lines` are waiting, else at mos
 
 A decision (`log_line`) is queued as its time and fields and only stamped and encoded
 when its batch is written: the same work done for a batch at a time, in one loop,
-costs about a third of the server CPU it costs spread over the requests (measured
-under load with bench/webhook.py's servers: 7 of 11 µs a request), because a
+costs less server CPU than spread over the requests (bench/webhook.py), because a
 request's own steps run with cold caches. The lines and their order are the same.
 
 `logging.shutdown` flushes every handler at interpreter exit, which a gunicorn

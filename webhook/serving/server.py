@@ -1,39 +1,48 @@
 """gunicorn, configured in code from the frozen `Config` (no config file to drift).
 
-Threaded workers (`gthread`) keep connections alive between requests because the
-apiserver reuses them; the keep-alive timeout (120 s) outlasts the Go client's idle
-timeout (90 s in client-go's transport defaults), so the server never closes a
-connection the apiserver is about to reuse. The workers are gthread's, spreading
-those long-lived connections evenly (`draguard.webhook.serving.balance`). TLS contexts come
-from the cached `ssl_context` hook in `draguard.webhook.serving.tls`.
+Event-driven workers (gevent, `draguard.webhook.serving.worker`) hold each connection
+in a greenlet with deadlines, and judge reviews on `threads` native threads each. They
+keep connections alive between requests because the apiserver reuses them; the
+keep-alive timeout (120 s) outlasts the Go client's idle timeout (90 s in client-go's
+transport defaults), so the server never closes a connection the apiserver is about
+to reuse. Each new connection is wrapped with the worker's cached certificate context
+(`draguard.webhook.serving.tls`), reloaded when the files change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from draguard.webhook.config import Config
-from draguard.webhook.serving import balance, metrics
-from draguard.webhook.serving.tls import gunicorn_ssl_context
+from draguard.webhook.serving import laststate, metricsdir
+from draguard.webhook.serving.worker import deadline_context, worker_class
+
+# Connections per worker (gunicorn's default): a greenlet and TLS buffers each.
+WORKER_CONNECTIONS = 1000
 
 
 def gunicorn_settings(config: Config) -> dict[str, Any]:
     """The gunicorn settings for `config` (also used by bench/webhook.py for its no-op app)."""
     host = f"[{config.host}]" if ":" in config.host else config.host
+
+    def ssl_context(conf: Any, default_factory: Any) -> Any:
+        # gunicorn's server hook, called once per worker by its gevent worker.
+        return deadline_context(config, config.read_timeout)
+
     settings: dict[str, Any] = {
         "bind": [f"{host}:{config.port}"],
         "workers": config.workers,
-        # gthread, spreading kept-alive connections over the workers (webhook.balance).
-        "worker_class": balance.BalancedThreadWorker,
-        "pre_fork": balance.pre_fork,
-        "threads": config.threads,
+        "worker_class": worker_class(config.read_timeout, config.review_timeout),
+        "worker_connections": WORKER_CONNECTIONS,
         "keepalive": config.keepalive,
         "certfile": str(config.cert_file),
         "keyfile": str(config.key_file),
-        "ssl_context": gunicorn_ssl_context,
-        "child_exit": child_exit,
+        "ssl_context": ssl_context,
+        "child_exit": metricsdir.child_exit,
+        "pre_fork": laststate.pre_fork_hook(config),
         "loglevel": config.log_level,
         "accesslog": None,  # the app logs one JSON line per decision instead
         "proc_name": "draguard",
@@ -47,17 +56,14 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
     return settings
 
 
-def child_exit(server: Any, worker: Any) -> None:
-    """gunicorn `child_exit` hook (master): free the worker's slot and metrics."""
-    balance.release_slot(worker)
-    metrics.child_exit(server, worker)
-
-
 class WebhookServer(BaseApplication):  # type: ignore[misc]
-    """gunicorn running `create_app(config)` in each worker."""
+    """gunicorn running `app_factory(config)` in each worker (`draguard serve` passes one
+    that imports `create_app` there: the master never loads Flask or the rule set)."""
 
-    def __init__(self, config: Config, settings: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: Config, app_factory: Callable[[Config], Any],
+                 settings: dict[str, Any] | None = None) -> None:
         self.config = config
+        self.app_factory = app_factory
         self.settings = gunicorn_settings(config) if settings is None else settings
         super().__init__()
 
@@ -66,9 +72,4 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(name, value)
 
     def load(self) -> Any:
-        # Imported here, in the worker: the master never loads Flask or the rule set.
-        from draguard.webhook.app import create_app
-        from draguard.webhook.serving.singlewrite import install
-
-        install()
-        return create_app(self.config)
+        return self.app_factory(self.config)

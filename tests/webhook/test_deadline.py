@@ -1,0 +1,112 @@
+"""The review deadline: an answer by the failure mode in time, and the review stopped."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from draguard.schema.model.options import Options
+from draguard.schema.validate import Verdict, validate_object
+from draguard.webhook.app import create_app
+from draguard.webhook.config import Config, ConfigError, parse_config
+from draguard.webhook.review import RuleSet
+from draguard.webhook.serving.deadline import ThreadRunner
+
+STOP_BOUND = 30.0  # only ends a loop that would otherwise hang the suite
+
+
+def spin(ended: threading.Event) -> None:
+    """Pure Python work that never finishes on its own."""
+    try:
+        while True:
+            pass
+    finally:
+        ended.set()
+
+
+def test_result_within_the_deadline() -> None:
+    assert ThreadRunner(1).run(lambda: 42, STOP_BOUND) == (True, 42)
+
+
+def test_review_past_the_deadline_is_stopped() -> None:
+    ended = threading.Event()
+    assert ThreadRunner(1).run(lambda: spin(ended), 0.05) == (False, None)
+    assert ended.wait(STOP_BOUND)
+
+
+def test_a_queued_review_past_its_deadline_never_starts() -> None:
+    runner = ThreadRunner(1)
+    first_ended, started = threading.Event(), threading.Event()
+    holder = threading.Thread(target=runner.run, args=(lambda: spin(first_ended), 0.5))
+    holder.start()
+    assert runner.run(started.set, 0.01) == (False, None)  # queued behind the spinning one
+    holder.join()
+    assert first_ended.wait(STOP_BOUND)
+    assert runner.run(lambda: "next", STOP_BOUND) == (True, "next")  # the thread is free again
+    assert not started.is_set()
+
+
+SLOW = "slow-claim"
+
+
+def slow_create(obj: Any, *, options: Options) -> Verdict:
+    """The real rule set, except for the claim named `SLOW`, which never finishes."""
+    if obj.get("metadata", {}).get("name") == SLOW:
+        while True:
+            time.sleep(0.001)
+    return validate_object(obj, options=options)
+
+
+def admission(name: str) -> bytes:
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "default"},
+             "spec": {"devices": {"requests": [
+                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": {"uid": f"uid-{name}", "operation": "CREATE",
+                                   "object": claim}}).encode()
+
+
+@pytest.mark.parametrize(("mode", "allowed"), [("open", True), ("closed", False)])
+def test_slow_review_answered_by_failure_mode(mode: Any, allowed: bool,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(Config(failure_mode=mode, review_timeout=0.1, threads=1),
+                     rules=RuleSet(create=slow_create), tls=False)
+    client = app.test_client()
+    logger = logging.getLogger("draguard.webhook")
+    logger.addHandler(caplog.handler)
+    try:
+        slow = client.post("/validate", data=admission(SLOW), content_type="application/json")
+    finally:
+        logger.removeHandler(caplog.handler)
+    response = slow.get_json()["response"]
+    assert response["uid"] == f"uid-{SLOW}"
+    assert response["allowed"] is allowed
+    if allowed:
+        assert response["warnings"] == ["draguard did not finish checking within 0.1 s and "
+                                        "allowed the object unchecked (failure mode open)"]
+    else:
+        assert response["status"]["code"] == 504 and response["status"]["reason"] == "Timeout"
+    assert any("not finished within 0.1 s" in r.getMessage() for r in caplog.records)
+    # The one review thread was freed: the next review is judged, not timed out.
+    fine = client.post("/validate", data=admission("fine"), content_type="application/json")
+    assert fine.get_json()["response"] == {"uid": "uid-fine", "allowed": True}
+    metrics = client.get("/metrics").text
+    assert 'decision="timeout"' in metrics
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_review_timeout_must_be_positive_seconds(value: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_config(["--review-timeout", value], environ={})
+
+
+def test_timeouts_from_flags_and_environment() -> None:
+    config = parse_config(["--review-timeout", "0.5"], environ={"DRAGUARD_READ_TIMEOUT": "3"})
+    assert (config.review_timeout, config.read_timeout) == (0.5, 3.0)
+    assert (Config().review_timeout, Config().read_timeout) == (1.0, 10.0)
