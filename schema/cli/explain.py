@@ -1,4 +1,4 @@
-"""`draguard explain PATH…`: which alternative each node would give, and why (contract §6).
+"""`draguard explain PATH…`: which alternative each node would give, and why.
 
 Parse options → read the inventory → explain → render → exit code: 0 schedulable on at
 least one node (every Pod explained), 1 on none or a scheduling error, 2 usage or

@@ -8,8 +8,9 @@ sends an example AdmissionReview. The bundle itself is printed only on request
 (`draguard certs bundle`): a base64 blob in the log helps nobody.
 
     draguard serve [--host H] [--port P] [--state-dir DIR] [--cert FILE --key FILE]
-                   [--service NAME] [--namespace NS] [--policy FILE]
+                   [--service NAME] [--namespace NS] [--client-ca FILE] [--policy FILE]
                    [--kubernetes-version V] [--failure-mode open|closed]
+                   [--review-timeout S] [--read-timeout S]
                    [--workers N] [--threads N] [--keepalive SECONDS]
                    [--metrics-dir DIR] [--log-level LEVEL]
 """
