@@ -2,7 +2,7 @@
 
 `check_chunk` is pure (a chunk in, results out) so that `run` can spread documents over
 processes. YAML positions come from the parse itself (`sources.parse`); a JSON
-document is read again for positions only when it has findings.
+document's text is walked for positions only when it has findings (`jsondecode.Nodes`).
 
 Where a finding points (`contract.md` §3): rule paths are those of the internal shape,
 so for v1beta1 input `requests[i].exactly.X` is looked up as the flat `requests[i].X`
@@ -28,6 +28,7 @@ from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type
 from draguard.schema.read.blockyaml import Lines
+from draguard.schema.read.jsondecode import Nodes
 from draguard.schema.read.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
 from draguard.schema.read.yamlevents import Positions
 from draguard.schema.report import DocumentResult, Finding, LintWarning
@@ -46,21 +47,21 @@ class _Located:
 
     def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
-        self._root: Positions | Lines | None = parsed.positions
+        self._root: Positions | Lines | Nodes | None = parsed.positions
         self._pending = parsed.positions is None and chunk.format == "json"
-        root = parsed.positions
-        self._walk = root.walk if isinstance(root, Lines) else None
+        self._walk = self._root.walk if isinstance(self._root, Lines) else None
 
     def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
-        walk = self._walk
-        if walk is not None and len(candidates) == 1:
-            # Nearly every finding of block YAML: `locate` without its loop and Position,
-            # which for a lone candidate places it at the deepest node found either way.
-            _, line, column = walk(candidates[0])
-            return self.chunk.line + line + 1, column + 1
         if self._pending:
             self._root = positions(self.chunk)
             self._pending = False
+            self._walk = self._root.walk if isinstance(self._root, Nodes) else None
+        walk = self._walk
+        if walk is not None and len(candidates) == 1:
+            # Nearly every finding: `locate` without its loop and Position, which for a
+            # lone candidate places it at the deepest node found either way.
+            _, line, column = walk(candidates[0])
+            return self.chunk.line + line + 1, column + 1
         position = locate(self.chunk, self._root, candidates)
         return position.line, position.column
 

@@ -27,6 +27,7 @@ from typing import Any
 import yaml_rs
 
 from draguard.schema.model.paths import Segment
+from draguard.schema.read.offsets import LineIndex
 
 # Characters libyaml refuses in a scalar (outside its printable set), line breaks (NEL,
 # LS and PS are breaks in YAML 1.1 only), the BOM and surrogates.
@@ -135,15 +136,19 @@ class Lines:
     Lint places a document's findings one by one, and their paths share prefixes
     (`spec.devices.requests[i]`), so each node found is remembered, in a tree of the
     segments that lead to it: a walk then follows dict lookups from the top, where
-    keys of path prefixes would be sliced and hashed at every depth.
+    keys of path prefixes would be sliced and hashed at every depth. The items of a
+    list found so far are remembered too, so that placing every item of a `kind: List`
+    reads the list once, not once per item.
     """
 
-    __slots__ = ("_top", "text")
+    __slots__ = ("_items", "_lines", "_top", "text")
 
     def __init__(self, text: str) -> None:
         # Every line, the first and the last too, then sits between two line breaks.
         self.text = "\n" + text + "\n"
         self._top: _Found | None = None
+        self._items: dict[int, list[int]] = {}
+        self._lines = LineIndex(self.text)
 
     def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
         """How many of `parts` exist, and the 0-based line and column where the deepest
@@ -162,7 +167,10 @@ class Lines:
                 if node is None:
                     break
                 if node[3]:
-                    located = _item(text, node, part) if type(part) is int else None
+                    located = (
+                        _item(text, node, part, self._items.setdefault(node[0], []))
+                        if type(part) is int else None
+                    )
                 else:
                     located = _entry(text, node, part) if type(part) is str else None
                 if located is None:
@@ -170,8 +178,8 @@ class Lines:
                 child = children[part] = (located[0], located[1], {})
             found = child
             depth += 1
-        mark = found[0]
-        return depth, text.count("\n", 0, mark) - 1, mark - text.rfind("\n", 0, mark) - 1
+        line, column = self._lines.line_column(found[0])
+        return depth, line - 1, column
 
 
 def _collection(text: str, start: int, parent: int, *, indentless: bool) -> _Node | None:
@@ -210,34 +218,44 @@ def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
     return at, _collection(text, empty.end() - 1, column, indentless=True)
 
 
-def _item(text: str, node: _Node, index: int) -> tuple[int, _Node | None] | None:
+def _item(
+    text: str, node: _Node, index: int, known: list[int]
+) -> tuple[int, _Node | None] | None:
+    """Item `index` of list `node`; `known` holds where the items found so far start
+    (just past their dashes), and grows as the list is read further."""
     if index < 0:
         return None
-    column = node[1]
-    line = _indented_at_most(column)
-    pos = node[0]
-    while True:  # to the dash of item `index`, or past the list
-        dash = line.search(text, pos)
-        if dash is None:
-            return None
-        pos = dash.end()  # just past the line's first character
-        if pos - dash.start() - 2 != column or text[pos - 1] != "-":
-            return None  # less indented, or a key at the dash's column: past the list
-        if text[pos] not in " \n":
-            continue  # not a dash that starts an item (`-\t`): neither an item nor the end
-        if not index:
-            break
-        index -= 1
+    if index >= len(known) and not _find_items(text, node, index, known):
+        return None
+    pos = known[index]
     spaces = _SPACES.match(text, pos)
     content = spaces.end() if spaces is not None else pos
     if text[content] not in "#\n":
         if _ENTRY.match(text, content) is None:
             return content, None  # a scalar item
-        begin = dash.start()
+        begin = text.rfind("\n", 0, pos)
         return content, (begin, content - begin - 1, content, False)
-    child = _collection(text, text.find("\n", content), column, indentless=False)
+    child = _collection(text, text.find("\n", content), node[1], indentless=False)
     # libyaml places a null item just past its dash.
     return (child[2] if child is not None else pos), child
+
+
+def _find_items(text: str, node: _Node, index: int, known: list[int]) -> bool:
+    """Read the list on from its last known item until item `index`; False past its end."""
+    column = node[1]
+    line = _indented_at_most(column)
+    pos = known[-1] if known else node[0]
+    while len(known) <= index:  # to the dash of item `index`, or past the list
+        dash = line.search(text, pos)
+        if dash is None:
+            return False
+        pos = dash.end()  # just past the line's first character
+        if pos - dash.start() - 2 != column or text[pos - 1] != "-":
+            return False  # less indented, or a key at the dash's column: past the list
+        if text[pos] not in " \n":
+            continue  # not a dash that starts an item (`-\t`): neither an item nor the end
+        known.append(pos)
+    return True
 
 
 def _unquote(key: str) -> str:

@@ -184,3 +184,33 @@ def test_texts_built_from_tricky_lines_agree_whenever_the_fast_path_takes_them(
         assert blockyaml.load(text) is None  # a text libyaml refuses is never taken
         return
     assert_agrees(text)
+
+
+# --- linear work ------------------------------------------------------------------------
+
+class _CountingPattern:
+    """Stands for a compiled pattern and counts its searches."""
+
+    def __init__(self, pattern: Any, counter: list[int]) -> None:
+        self._pattern, self._counter = pattern, counter
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        self._counter[0] += 1
+        return self._pattern.search(text, pos)
+
+
+@pytest.mark.parametrize("n", [1_000, 4_000])
+def test_placing_every_item_of_a_list_reads_the_list_once(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items found are remembered: item j is not looked for from the list's start again."""
+    text = "kind: List\nitems:\n" + "".join(
+        f"- kind: Pod\n  metadata:\n    name: p{j}\n" for j in range(n))
+    searches = [0]
+    real = blockyaml._indented_at_most
+    monkeypatch.setattr(blockyaml, "_indented_at_most",
+                        lambda column: _CountingPattern(real(column), searches))
+    lines = blockyaml.Lines(text)
+    for j in range(n):
+        assert lines.walk(("items", j, "metadata", "name")) == (4, 3 * j + 4, 4)
+    assert searches[0] <= n + 1
