@@ -14,10 +14,8 @@ at its nearest existing parent.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draguard.schema.advice.claims import Version, ignored_codes
 from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
@@ -30,14 +28,22 @@ from draguard.schema.model.shapes import json_type
 from draguard.schema.read.blockyaml import Lines
 from draguard.schema.read.jsondecode import Nodes
 from draguard.schema.read.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
-from draguard.schema.read.yamlevents import Positions
 from draguard.schema.report import DocumentResult, Finding, LintWarning
 from draguard.schema.validate import Verdict, validate_object
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from draguard.schema.read.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
 _BATCH = 64
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of `run` died (killed for memory, a crash in C code)."""
 
 
 class _Located:
@@ -233,6 +239,21 @@ def _check_all(
         for chunk in chunks:
             yield from check_chunk(chunk, options=options, validate=validate)
         return
+    # Loaded only here: most runs are one process, and these imports cost a start.
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        yield from _check_in_pool(chunks, options=options, validate=validate, jobs=jobs)
+    except BrokenProcessPool as exc:
+        raise WorkerDied(str(exc)) from exc
+
+
+def _check_in_pool(
+    chunks: Sequence[Chunk], *, options: Options, validate: Validator, jobs: int
+) -> Iterator[DocumentResult]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     size = max(8, min(_BATCH, len(chunks) // (jobs * 4)))
     batches = [chunks[k : k + size] for k in range(0, len(chunks), size)]
     # fork: workers inherit the imported rule set (and an injected validator) for free.

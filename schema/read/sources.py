@@ -25,15 +25,17 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal, NamedTuple
-
-import yaml
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
 from draguard.schema.model.paths import Segment
 from draguard.schema.read import blockyaml, jsondecode
 from draguard.schema.read.blockyaml import Lines
 from draguard.schema.read.jsondecode import Nodes
-from draguard.schema.read.yamlevents import Positions, load_with_positions
+
+if TYPE_CHECKING:
+    import yaml
+
+    from draguard.schema.read.yamlevents import Positions
 
 Format = Literal["yaml", "json"]
 
@@ -223,7 +225,7 @@ def _skip_space(text: str, pos: int) -> int:
 # --- parsing ---------------------------------------------------------------------------
 
 # Errors a parser raises for bad input; RecursionError for absurdly deep nesting.
-_PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
+_PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,15 +246,28 @@ def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
     pass (most documents get a warning or an error, so a second pass would cost more);
     JSON by the C `json` module, located only on request (`positions`).
     """
-    try:
-        if chunk.format == "json":
-            return Parsed(jsondecode.loads(chunk.text), None)
+    if chunk.format == "yaml":
         value = blockyaml.load(chunk.text)
         if value is not None:
             return Parsed(value, Lines(chunk.text))
-        return Parsed(*load_with_positions(chunk.text))
+        return _parse_yaml_events(chunk)
+    try:
+        return Parsed(jsondecode.loads(chunk.text), None)
     except json.JSONDecodeError as exc:
         return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
+    except _PARSE_ERRORS as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return _problem(chunk, f"cannot parse JSON: {reason}", 0, 0)
+
+
+def _parse_yaml_events(chunk: Chunk) -> Parsed | SyntaxProblem:
+    # Loaded on the first document that is not plain block YAML: PyYAML costs a start.
+    import yaml
+
+    from draguard.schema.read.yamlevents import load_with_positions
+
+    try:
+        return Parsed(*load_with_positions(chunk.text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # An unclosed bracket or quote is noticed at the end of the document; the place
@@ -261,10 +276,9 @@ def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
             mark = exc.context_mark
         line, column = (mark.line, mark.column) if mark is not None else (0, 0)
         return _problem(chunk, f"cannot parse YAML: {_yaml_reason(exc)}", line, column)
-    except _PARSE_ERRORS as exc:
+    except (yaml.YAMLError, *_PARSE_ERRORS) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        kind = "JSON" if chunk.format == "json" else "YAML"
-        return _problem(chunk, f"cannot parse {kind}: {reason}", 0, 0)
+        return _problem(chunk, f"cannot parse YAML: {reason}", 0, 0)
 
 
 def load(chunk: Chunk) -> Any | SyntaxProblem:
@@ -297,10 +311,8 @@ def positions(chunk: Chunk) -> Positions | Nodes | None:
     if chunk.format == "json":
         # Columns of a JSON value that starts mid-line count from the line's start.
         return Nodes(chunk.text, chunk.column)
-    try:
-        return load_with_positions(chunk.text)[1]
-    except _PARSE_ERRORS:
-        return None
+    parsed = _parse_yaml_events(chunk)
+    return parsed.positions if isinstance(parsed, Parsed) else None
 
 
 def locate(
