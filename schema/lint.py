@@ -27,7 +27,16 @@ from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type
 from draguard.schema.read.blockyaml import Lines
 from draguard.schema.read.jsondecode import Nodes
-from draguard.schema.read.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
+from draguard.schema.read.sources import (
+    Chunk,
+    Head,
+    Parsed,
+    SyntaxProblem,
+    locate,
+    parse,
+    peek,
+    positions,
+)
 from draguard.schema.report import DocumentResult, Finding, LintWarning
 from draguard.schema.validate import Verdict, validate_object
 
@@ -81,7 +90,16 @@ class _Located:
 def check_chunk(
     chunk: Chunk, *, options: Options, validate: Validator = validate_object
 ) -> list[DocumentResult]:
-    """Every object of one document (one, or the items of a list), checked and located."""
+    """Every object of one document (one, or the items of a list), checked and located.
+
+    A document of a kind lint does not check is recognised from its head when it can
+    be (`sources.peek`) and skipped without building its value.
+    """
+    head = peek(chunk)
+    if head is not None and head.kind not in DRA_KINDS and not head.kind.endswith("List"):
+        skipped = _skip_unread(chunk, head, options, validate)
+        if skipped is not None:
+            return [skipped]
     parsed = parse(chunk)
     if isinstance(parsed, SyntaxProblem):
         return [_broken(chunk, parsed)]
@@ -96,6 +114,24 @@ def check_chunk(
         _check_object(located, item, ("items", j), j, options, validate)
         for j, item in enumerate(items)
     ]
+
+
+def _skip_unread(
+    chunk: Chunk, head: Head, options: Options, validate: Validator
+) -> DocumentResult | None:
+    """The skipped result of a document known by its head; None if the rule set checks
+    its kind after all (then the document is read in full)."""
+    meta = {k: v for k, v in (("name", head.name), ("namespace", head.namespace)) if v}
+    try:
+        verdict = validate({"apiVersion": head.api_version, "kind": head.kind,
+                            "metadata": meta}, options=options)
+    except Exception:  # the full reading reports it as this object's crash
+        return None
+    if not verdict.skipped:
+        return None
+    return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
+                          verdict.name, verdict.namespace, skipped=True,
+                          skip_reason=verdict.skip_reason, line=chunk.line + head.line + 1)
 
 
 def _list_items(value: Any) -> list[Any] | None:
@@ -296,6 +332,8 @@ def cross_check(
     one without stays a skipped document.
     """
     workload_docs = {(r.file, r.document) for r in results if r.kind in POD_SPEC_PATHS}
+    workload_docs = {(c.file, c.index) for c in chunks
+                     if (c.file, c.index) in workload_docs and _may_name_claims(c.text)}
     if not workload_docs:
         return results
     claim_docs = {(r.file, r.document) for r in results if r.kind in KINDS}
@@ -322,6 +360,18 @@ def cross_check(
             )
             out[k] = out[k]._replace(warnings=warnings, skipped=False, skip_reason="")
     return out
+
+
+def _may_name_claims(text: str) -> bool:
+    """False when a workload's document cannot have a `resourceClaims` key, so that
+    `check_workload` has nothing to say about it (both its checks start there).
+
+    A key reads as it is written unless it is escaped (a backslash: double-quoted
+    YAML, JSON's `\\u`); a key folded over lines gets a space where they join; an
+    alias repeats a key written elsewhere in the same text. So a text with neither the
+    name nor a backslash has no such key, and most workloads are not read again.
+    """
+    return "resourceClaims" in text or "\\" in text
 
 
 def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment, ...], Any]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml_rs
 
@@ -262,3 +262,100 @@ def _find_items(text: str, node: _Node, index: int, known: list[int]) -> bool:
 
 def _unquote(key: str) -> str:
     return key[1:-1] if key[:1] in ("\"", "'") else key
+
+
+# --- the head of a document, read before (instead of) its value -------------------------
+# Lint checks two kinds; a repository holds many others, which it only counts. For a
+# document that `load` would accept (every line in `_BLOCK`), whose top node is a
+# mapping whose keys start at column 0, the lines at column 0 are exactly its keys, and
+# the lines at the first indentation under `metadata:` exactly the keys of metadata:
+# so apiVersion, kind, metadata.name and metadata.namespace can be read off the lines
+# when they are written plainly, and the value need not be built at all.
+
+class Head(NamedTuple):
+    """The identity of a document, as the values of its top-level fields, and the
+    0-based line where its top node starts."""
+
+    api_version: str
+    kind: str
+    name: str | None
+    namespace: str | None
+    line: int
+
+
+# A value read the same by YAML 1.1 and 1.2 and kept as a string: starts with a letter
+# or `_` and is no keyword (checked apart); then a comment at most.
+_WORD = r"([A-Za-z_][A-Za-z0-9_./-]*+)[ \t]*+(?:#[^\n]*+)?+"
+# As above, patterns start with the line break before a line (the text gets one in front).
+_TOP_KEY = re.compile(r"\n(apiVersion|kind|metadata):(?=[ \t\n]|\Z)([^\n]*+)")
+_WORD_VALUE = re.compile(rf"[ \t]++{_WORD}|[ \t]*+(?:#[^\n]*+)?+")
+_QUOTED_OR_ODD_TOP = re.compile(r"\n[\"'?&*!|>%@`{\[]")
+_BELOW = re.compile(r"\n(?:[ \t]*+(?:#[^\n]*+)?+\n)*+( ++)[^ \n]")
+_TOP_LINE = re.compile(r"\n[^ \n#]")
+_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+@lru_cache(maxsize=16)
+def _meta_key(indent: int) -> re.Pattern[str]:
+    """A line of metadata's own keys: `name` or `namespace` (plain value or none), or a
+    quoted key, which ends the reading."""
+    return re.compile(
+        rf"\n {{{indent}}}(?:(name|namespace):(?:[ \t]++{_WORD}|[ \t]*+(?:#[^\n]*+)?+)(?=\n)"
+        rf"|(name|namespace):|[\"'?])")
+
+
+def peek(text: str) -> Head | None:
+    """apiVersion, kind, metadata.name and .namespace of a plain block document, read
+    from its lines; None when the document is not one `load` takes, or the four are not
+    all written plainly there (then its value tells)."""
+    lined = "\n" + text + "\n"
+    first = _CONTENT_LINE.search(lined)
+    if first is None or first.end(1) != first.start(1) or first.start(2) >= 0:
+        return None  # the top node is not a mapping at column 0
+    if _QUOTED_OR_ODD_TOP.search(lined) is not None or _BLOCK.fullmatch(text) is None:
+        return None
+    found: dict[str, re.Match[str] | None] = {}
+    meta_end = 0
+    for line in _TOP_KEY.finditer(lined):
+        if line[1] in found:
+            return None  # a repeated key: the value has the last, or `load` refuses it
+        found[line[1]] = _WORD_VALUE.fullmatch(line[2])
+        if line[1] == "metadata":
+            meta_end = line.end()
+    api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
+    if api_version is None or kind is None:
+        return None
+    meta = _metadata(lined, found["metadata"], meta_end) if "metadata" in found else {}
+    if meta is None:
+        return None
+    line = lined.count("\n", 1, first.start() + 1)  # lines before the first content line
+    return Head(api_version, kind, meta.get("name"), meta.get("namespace"), line)
+
+
+def _word(value: re.Match[str] | None) -> str | None:
+    """The plain word a value is, if it is one (not a keyword, not empty)."""
+    word = value[1] if value is not None else None
+    return word if word is not None and word.lower() not in _WORDS else None
+
+
+def _metadata(
+    text: str, value: re.Match[str] | None, end: int
+) -> dict[str, str | None] | None:
+    """`name` and `namespace` of `metadata:` whose line ends at `end`; None when unsure."""
+    if value is None or value[1] is not None:
+        return {}  # a one-line scalar, `[]` or `{}` (`_BLOCK`): no name, no namespace
+    below = _BELOW.match(text, end)
+    if below is None:
+        return {}  # nothing indented under `metadata:`: null, or a list at column 0
+    stop = _TOP_LINE.search(text, below.end())
+    block_end = stop.start() + 1 if stop is not None else len(text)
+    meta: dict[str, str | None] = {}
+    for line in _meta_key(len(below[1])).finditer(text, below.start(), block_end):
+        key = line[1]
+        if key is None or key in meta:
+            return None  # a quoted key, a value not plainly a word, or a repeated key
+        word = line[2]
+        if word is not None and word.lower() in _WORDS:
+            return None
+        meta[key] = word
+    return meta

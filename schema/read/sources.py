@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
 from draguard.schema.model.paths import Segment
 from draguard.schema.read import blockyaml, jsondecode
-from draguard.schema.read.blockyaml import Lines
+from draguard.schema.read.blockyaml import Head, Lines
 from draguard.schema.read.jsondecode import Nodes
 
 if TYPE_CHECKING:
@@ -279,6 +279,12 @@ def _parse_yaml_events(chunk: Chunk) -> Parsed | SyntaxProblem:
     except (yaml.YAMLError, *_PARSE_ERRORS) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return _problem(chunk, f"cannot parse YAML: {reason}", 0, 0)
+
+
+def peek(chunk: Chunk) -> Head | None:
+    """The document's apiVersion, kind, name and namespace, read without building its
+    value, when it is plain block YAML that writes them plainly (`blockyaml.peek`)."""
+    return blockyaml.peek(chunk.text) if chunk.format == "yaml" else None
 
 
 def load(chunk: Chunk) -> Any | SyntaxProblem:

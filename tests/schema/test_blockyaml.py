@@ -214,3 +214,81 @@ def test_placing_every_item_of_a_list_reads_the_list_once(
     for j in range(n):
         assert lines.walk(("items", j, "metadata", "name")) == (4, 3 * j + 4, 4)
     assert searches[0] <= n + 1
+
+
+# --- the head, read without the value ---------------------------------------------------
+
+def assert_head_agrees(text: str) -> bool:
+    """True when `peek` read the head; then it is what the value and positions say."""
+    head = blockyaml.peek(text)
+    if head is None:
+        return False
+    value = yamlevents.load_text(text)
+    assert isinstance(value, dict)
+    meta = value.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    strings = [v if isinstance(v, str) else None for v in (meta.get("name"),
+                                                           meta.get("namespace"))]
+    assert (head.api_version, head.kind, head.name, head.namespace) == (
+        value["apiVersion"], value["kind"], *strings)
+    assert head.line == blockyaml.Lines(text).walk(())[1]
+    return True
+
+
+def test_the_head_of_most_manifests_is_read_and_agrees() -> None:
+    taken = [assert_head_agrees(text) for text in MANIFESTS]
+    assert sum(taken) > len(MANIFESTS) // 4, (sum(taken), len(MANIFESTS))
+
+
+@pytest.mark.parametrize(
+    ("text", "head"),
+    [
+        pytest.param("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    name: z\n"
+                     "  name: x # c\ndata:\n  a: b\n", ("v1", "ConfigMap", "x", None, 0),
+                     id="nested-name-is-not-the-name"),
+        pytest.param("# c\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {}\n",
+                     ("apps/v1", "Deployment", None, None, 2), id="comment-marker-flow-meta"),
+        pytest.param("kind: Service\napiVersion: v1\nmetadata:\nspec: {}\n",
+                     ("v1", "Service", None, None, 0), id="null-metadata"),
+        pytest.param("apiVersion: v1\nkind: A\nmetadata:\n    namespace: team\n    name: web\n",
+                     ("v1", "A", "web", "team", 0), id="four-spaces"),
+    ],
+)
+def test_heads_written_plainly_are_read(text: str, head: tuple[object, ...]) -> None:
+    assert tuple(blockyaml.peek(text) or ()) == head
+    assert assert_head_agrees(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kind: ConfigMap\n",  # no apiVersion: the value says why it is skipped
+        "apiVersion: v1\nkind: yes\n", "apiVersion: v1\nkind: 'ConfigMap'\n",
+        "apiVersion: v1\nkind: A\nkind: B\n", '"kind": A\napiVersion: v1\nkind: B\n',
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: 'q'\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: 12\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  name: b\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  \"name\": a\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: null\n",
+        "apiVersion: v1\nkind: A\nspec: [1]\n", "- kind: A\n", "  kind: A\n",
+        "apiVersion: v1\nkind: A\nx: |\n  kind: B\n", "apiVersion: v1\nkind: A\nx: &a b\n",
+    ],
+)
+def test_heads_not_written_plainly_are_left_to_the_value(text: str) -> None:
+    assert blockyaml.peek(text) is None
+
+
+@given(
+    value=st.dictionaries(_KEYS, _VALUES, max_size=4),
+    meta=st.dictionaries(st.sampled_from(["name", "namespace", "labels", "x"]), _VALUES,
+                         max_size=3),
+    kind=st.one_of(st.sampled_from(["ConfigMap", "Deployment", "yes", "1"]), _TRICKY),
+    indent=st.sampled_from([2, 4]),
+)
+def test_dumped_heads_agree_whenever_they_are_read(
+    value: dict[str, Any], meta: dict[str, Any], kind: str, indent: int
+) -> None:
+    document = {"apiVersion": "v1", "kind": kind, "metadata": meta, **value}
+    text = yaml.safe_dump(document, default_flow_style=False, sort_keys=False, indent=indent,
+                          width=1000)
+    assert_head_agrees(text)

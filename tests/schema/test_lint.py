@@ -306,3 +306,13 @@ def test_linting_plain_block_yaml_loads_only_what_it_needs(tmp_path: Path) -> No
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True).stdout
     assert out.splitlines()[-1] == "0 []"
+
+
+def test_a_kind_lint_does_not_check_is_skipped_from_its_head() -> None:
+    """A plain block document of another kind is skipped on its head; its value is not
+    built, so a wrong indentation further down goes unreported (it is not lint's kind)."""
+    results = _check("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
+                     "data:\n  a: b\n c: d\n---\nkind: ConfigMap\ndata: [\n")
+    first = results[0]
+    assert (first.kind, first.name, first.skipped, first.line) == ("ConfigMap", "cm", True, 1)
+    assert results[1].errors[0].type == "Malformed"  # not plain block YAML: read in full
