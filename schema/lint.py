@@ -25,11 +25,10 @@ from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type
-from draguard.schema.read.blockyaml import Lines
+from draguard.schema.read.blockyaml import Head, Lines
 from draguard.schema.read.jsondecode import Nodes
 from draguard.schema.read.sources import (
     Chunk,
-    Head,
     Parsed,
     SyntaxProblem,
     locate,

@@ -316,12 +316,12 @@ def peek(text: str) -> Head | None:
         return None
     found: dict[str, re.Match[str] | None] = {}
     meta_end = 0
-    for line in _TOP_KEY.finditer(lined):
-        if line[1] in found:
+    for entry in _TOP_KEY.finditer(lined):
+        if entry[1] in found:
             return None  # a repeated key: the value has the last, or `load` refuses it
-        found[line[1]] = _WORD_VALUE.fullmatch(line[2])
-        if line[1] == "metadata":
-            meta_end = line.end()
+        found[entry[1]] = _WORD_VALUE.fullmatch(entry[2])
+        if entry[1] == "metadata":
+            meta_end = entry.end()
     api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
     if api_version is None or kind is None:
         return None
