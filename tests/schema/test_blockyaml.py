@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.model.paths import Segment
@@ -278,6 +278,7 @@ def test_heads_not_written_plainly_are_left_to_the_value(text: str) -> None:
     assert blockyaml.peek(text) is None
 
 
+@settings(deadline=None)
 @given(
     value=st.dictionaries(_KEYS, _VALUES, max_size=4),
     meta=st.dictionaries(st.sampled_from(["name", "namespace", "labels", "x"]), _VALUES,

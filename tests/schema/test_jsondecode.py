@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.model.paths import Segment
@@ -156,6 +156,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
+@settings(deadline=None)
 @given(value=_JSON_VALUES, indent=st.sampled_from([None, 1, 2]), pad=st.integers(0, 3))
 def test_json_nodes_are_placed_where_libyaml_places_them(
     value: object, indent: int | None, pad: int
