@@ -20,7 +20,7 @@ against `yamlevents`: same values, same positions.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -304,16 +304,18 @@ def _meta_key(indent: int) -> re.Pattern[str]:
         rf"|(name|namespace):|[\"'?])")
 
 
-def peek(text: str) -> Head | None:
+def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
     """apiVersion, kind, metadata.name and .namespace of a plain block document, read
-    from its lines; None when the document is not one `load` takes, or the four are not
-    all written plainly there (then its value tells)."""
+    from its lines, if `wanted(kind)`; None when the document is not one `load` takes,
+    or the four are not all written plainly there (then its value tells).
+
+    The kind is looked at first, so that a document whose head is not wanted costs a
+    scan of its lines at column 0 and nothing more.
+    """
     lined = "\n" + text + "\n"
     first = _CONTENT_LINE.search(lined)
     if first is None or first.end(1) != first.start(1) or first.start(2) >= 0:
         return None  # the top node is not a mapping at column 0
-    if _QUOTED_OR_ODD_TOP.search(lined) is not None or _BLOCK.fullmatch(text) is None:
-        return None
     found: dict[str, re.Match[str] | None] = {}
     meta_end = 0
     for entry in _TOP_KEY.finditer(lined):
@@ -323,7 +325,9 @@ def peek(text: str) -> Head | None:
         if entry[1] == "metadata":
             meta_end = entry.end()
     api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
-    if api_version is None or kind is None:
+    if api_version is None or kind is None or not wanted(kind):
+        return None
+    if _QUOTED_OR_ODD_TOP.search(lined) is not None or _BLOCK.fullmatch(text) is None:
         return None
     meta = _metadata(lined, found["metadata"], meta_end) if "metadata" in found else {}
     if meta is None:

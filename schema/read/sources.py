@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
@@ -281,10 +281,11 @@ def _parse_yaml_events(chunk: Chunk) -> Parsed | SyntaxProblem:
         return _problem(chunk, f"cannot parse YAML: {reason}", 0, 0)
 
 
-def peek(chunk: Chunk) -> Head | None:
+def peek(chunk: Chunk, wanted: Callable[[str], bool]) -> Head | None:
     """The document's apiVersion, kind, name and namespace, read without building its
-    value, when it is plain block YAML that writes them plainly (`blockyaml.peek`)."""
-    return blockyaml.peek(chunk.text) if chunk.format == "yaml" else None
+    value, when its kind is `wanted` and it is plain block YAML that writes them
+    plainly (`blockyaml.peek`)."""
+    return blockyaml.peek(chunk.text, wanted) if chunk.format == "yaml" else None
 
 
 def load(chunk: Chunk) -> Any | SyntaxProblem:

@@ -218,9 +218,13 @@ def test_placing_every_item_of_a_list_reads_the_list_once(
 
 # --- the head, read without the value ---------------------------------------------------
 
+def _any_kind(kind: str) -> bool:
+    return True
+
+
 def assert_head_agrees(text: str) -> bool:
     """True when `peek` read the head; then it is what the value and positions say."""
-    head = blockyaml.peek(text)
+    head = blockyaml.peek(text, _any_kind)
     if head is None:
         return False
     value = yamlevents.load_text(text)
@@ -255,7 +259,7 @@ def test_the_head_of_most_manifests_is_read_and_agrees() -> None:
     ],
 )
 def test_heads_written_plainly_are_read(text: str, head: tuple[object, ...]) -> None:
-    assert tuple(blockyaml.peek(text) or ()) == head
+    assert tuple(blockyaml.peek(text, _any_kind) or ()) == head
     assert assert_head_agrees(text)
 
 
@@ -275,7 +279,13 @@ def test_heads_written_plainly_are_read(text: str, head: tuple[object, ...]) -> 
     ],
 )
 def test_heads_not_written_plainly_are_left_to_the_value(text: str) -> None:
-    assert blockyaml.peek(text) is None
+    assert blockyaml.peek(text, _any_kind) is None
+
+
+def test_only_wanted_heads_are_read() -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\n"
+    assert blockyaml.peek(text, lambda kind: kind != "ConfigMap") is None
+    assert blockyaml.peek(text, lambda kind: kind == "ConfigMap") is not None
 
 
 @settings(deadline=None)
