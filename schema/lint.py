@@ -14,6 +14,7 @@ at its nearest existing parent.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,22 @@ def check_chunk(
 
     A document of a kind lint does not check is recognised from its head when it can
     be (`sources.peek`) and skipped without building its value.
+
+    The cycle collector is paused meanwhile: a document's values are trees, and the
+    collector's passes over them (a `kind: List` of thousands of claims is one value,
+    alive until its last item is checked) took as long as checking them. Cyclic
+    garbage made meanwhile is collected once it runs again.
     """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_chunk(chunk, options, validate)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[DocumentResult]:
     head = peek(chunk, _unchecked_kind)
     if head is not None:
         skipped = _skip_unread(chunk, head, options, validate)
