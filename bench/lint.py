@@ -307,17 +307,30 @@ class Run:
 
 def run_process(path: str) -> Run:
     """`draguard lint -o json PATH` as a process of its own: wall, CPU and peak memory."""
-    command = [sys.executable, "-c",
-               "import sys; from draguard.webhook.cli.main import main; sys.exit(main())",
-               "lint", "-o", "json", path]
+    command = [sys.executable, "-c", _CHILD, "lint", "-o", "json", path]
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
+    assert process.stderr is not None
+    err = process.stderr.read().decode()
     if code == 2:
-        raise SystemExit(f"draguard lint {path} failed")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code)
+        raise SystemExit(f"draguard lint {path} failed: {err}")
+    peak_kib = int(err.rpartition("VmHWM:")[2].split()[0])
+    return Run(wall, usage.ru_utime + usage.ru_stime, peak_kib / 1024, code)
+
+
+# The command, then its peak memory on stderr: VmHWM is the process's own high-water
+# mark since exec (rusage's maxrss would include this process's size at fork).
+_CHILD = (
+    "import sys\n"
+    "from draguard.webhook.cli.main import main\n"
+    "code = main()\n"
+    "with open('/proc/self/status') as status:\n"
+    "    sys.stderr.write(next(line for line in status if line.startswith('VmHWM:')))\n"
+    "sys.exit(code)\n"
+)
 
 
 def best_run(path: str, repeat: int) -> Run:

@@ -142,6 +142,11 @@ class Nodes:
         return self._children[at]
 
 
+# A member's key (its text between the quotes) up to its value; the break after a value.
+_MEMBER = re.compile(r'"([^"\\]*+(?:\\.[^"\\]*+)*+)"[ \t\n\r]*+:[ \t\n\r]*+')
+_AFTER = re.compile(r"[ \t\n\r]*+,?[ \t\n\r]*+")
+
+
 def _read_collection(text: str, at: int) -> _Children | None:
     """The members or items of the collection starting at `at`; None for a scalar."""
     opener = text[at]
@@ -153,17 +158,17 @@ def _read_collection(text: str, at: int) -> _Children | None:
     pos = _skip(text, at + 1)
     while text[pos] != closer:
         if opener == "{":
-            key, end = _DECODER.raw_decode(text, pos)
-            colon = _skip(text, end)
-            value = _skip(text, colon + 1)
-            if _LONE_SURROGATE.search(key):
-                key = _LONE_SURROGATE.sub(REPLACEMENT, key)  # as `loads` has it
+            member = _MEMBER.match(text, pos)
+            if member is None:
+                raise ValueError("not a member")  # cannot happen in a text that decoded
+            key, value = member[1], member.end()
+            if "\\" in key:  # escaped: decoded as `loads` has it
+                key = loads(f'"{key}"')
             members[key] = (pos, value)  # a repeated key: the last one, as decoded
         else:
             value = pos
             items.append(value)
         _, end = _DECODER.raw_decode(text, value)
-        pos = _skip(text, end)
-        if text[pos] == ",":
-            pos = _skip(text, pos + 1)
+        after = _AFTER.match(text, end)
+        pos = after.end() if after is not None else end
     return members if opener == "{" else items

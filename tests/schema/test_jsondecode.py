@@ -151,7 +151,7 @@ _JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(
         alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=6),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.text(alphabet="abc", max_size=3), inner, max_size=3),
+        st.text(alphabet='ab"\\\u00e9', max_size=3), inner, max_size=3),
     max_leaves=15,
 )
 
