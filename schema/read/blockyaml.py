@@ -37,15 +37,22 @@ _BOOL11 = r"(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"  # booleans in 1.1 on
 _KEYWORD = rf"(?:{_BOOL11}|y|Y|n|N|true|True|TRUE|false|False|FALSE|null|Null|NULL)"
 # The keyword lookaheads run only for a first letter that may start a keyword: most keys
 # and values start with another, and the lookahead is a fifth of the grammar's time.
+# Keys of managed fields, as `kubectl get -o yaml` prints them: `f:spec`, `k:{"name":"a"}`,
+# `v:"x"`, `i:0` and `.`, strings in both versions (a colon inside is not followed by
+# a blank; no blank at all).
+_FIELDS_KEY = rf"[fkvi]:[^ \t{_BAD}:]++(?::[^ \t{_BAD}:]++)*+|\.(?=:)"
 _KEY = (
     rf"(?:(?:[A-EG-MP-SU-XZa-eg-mp-su-xz_]|(?!{_KEYWORD}:)[FNOTYfnoty])[A-Za-z0-9_./-]*+"
-    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+')"
+    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+'|{_FIELDS_KEY})"
 )
 _SCALAR = (
     r"(?:\[\]|\{\}|~"
     rf'|"[^"\\{_BAD}]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{{4}})[^"\\{_BAD}]*+)*+"'
     rf"|'[^'{_BAD}]*+(?:''[^'{_BAD}]*+)*+'"
     r"|-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?"
+    # A UID (lower-case hex in 8-4-4-4-12): a string in both versions, even when it
+    # starts with digits, and in every object the apiserver returns.
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     rf")(?=[ \t\n]|\Z){_TAIL}"
 )
 # A plain string: not a 1.1-only boolean, and never `: ` (that would be a mapping).

@@ -99,6 +99,8 @@ def test_most_manifests_take_the_fast_path_and_agree() -> None:
         "\ufeffa: b\n", "a: b\x85c\n", "a: 'b\u2028c'\n", 'a: "\\x41"\n', "? a\n: b\n",
         "%YAML 1.1\n---\na: b\n", "--- a\n", "- - a\n", "a: -b\n", "a: b: c\n", "a: @b\n",
         "a: 12345678901234567890\n", "a: 1.0000000000000000001\n",
+        "f:a b: c\n", "a: 00000000-5f3c-4e8f-a7b6\n", "a: 1e-5\n",
+        "...: x\n", ".a: b\n",
     ],
 )
 def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) -> None:
@@ -113,6 +115,10 @@ def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) ->
         "a: b:c\n", "a: http://x/y#z\n", "a: yesterday\n", "'a b': 1\n", '"a": 1\n',
         "---\na: 1\n...\n", "a:\n- b\n-\n  c: d\n- e: f\n  g: h\n", "a:\n  - 1\n  -   b: 2\n",
         "- a\n- b: c\n", "a:\n  b:\n    c: d\n  e: f\ng: h\n", "# only\na: 1 # x\n\n",
+        # `kubectl get -o yaml`: managed fields' keys, UIDs
+        "f:spec:\n  f:devices:\n    .: {}\n    f:requests: {}\n",
+        'k:{"name":"gpu"}:\n  .: {}\n  f:count: {}\nv:"a": {}\ni:0: {}\n',
+        "f: b\nf:a: 1\n", "uid: 00000000-5f3c-4e8f-a7b6-0123456789ab\nb: 9e8d7c6b-5a49-4382-a1b0-c9d8e7f6a5b4\n",
     ],
 )
 def test_plain_block_texts_take_the_fast_path_and_agree(text: str) -> None:
@@ -124,7 +130,8 @@ def test_plain_block_texts_take_the_fast_path_and_agree(text: str) -> None:
 _TRICKY = st.sampled_from(
     ["yes", "no", "on", "Off", "y", "n", "true", "null", "~", "0777", "1_000", "1:20",
      "1e3", "0o17", "0x1F", ".inf", "2020-01-01", "a: b", "a #b", "- a", "[a]", "{a}",
-     "&a", "*a", "!a", "|", ">", "'", '"', "", " lead", "trail ", "é", "\t", "a\nb", "#"]
+     "&a", "*a", "!a", "|", ">", "'", '"', "", " lead", "trail ", "é", "\t", "a\nb", "#",
+     "f:x", 'k:{"a":"b"}', ".", "00000000-5f3c-4e8f-a7b6-0123456789ab"]
 )
 _KEYS = st.one_of(st.from_regex(r"[a-z][a-z0-9./-]{0,10}", fullmatch=True), _TRICKY)
 _SCALARS = st.one_of(
