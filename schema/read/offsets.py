@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from array import array
 
 # Below this many characters counting is cheaper than building the index.
 _SMALL = 16_384
@@ -22,7 +23,7 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._starts: list[int] | None = None
+        self._starts: array[int] | None = None
 
     def line_column(self, offset: int) -> tuple[int, int]:
         """The 0-based line and column of `offset`."""
@@ -32,6 +33,8 @@ class LineIndex:
             return line, offset - text.rfind("\n", 0, offset) - 1
         starts = self._starts
         if starts is None:
-            starts = self._starts = [0, *(m.end() for m in _BREAK.finditer(text))]
+            # An array of machine integers: a list would hold an object per line.
+            starts = self._starts = array("q", [0])
+            starts.extend(m.end() for m in _BREAK.finditer(text))
         line = bisect.bisect_right(starts, offset) - 1
         return line, offset - starts[line]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from draguard.schema.read.offsets import LineIndex
 from draguard.schema.read.sources import (
     STDIN_NAME,
     Chunk,
@@ -294,3 +295,12 @@ def test_splitting_a_json_stream_reads_the_text_a_bounded_number_of_times(n: int
     assert len(chunks) == 2 * n
     assert (chunks[-1].line, chunks[-1].column) == (3 * n - 1, 5)
     assert _CountingText.scanned <= 2 * len(text)
+
+
+def test_line_index_of_a_big_text_agrees_with_counting() -> None:
+    """Past the size where lines are counted directly, the index gives the same answers."""
+    text = "".join(f"{'x' * (k % 7)}\n" for k in range(20_000))
+    index = LineIndex(text)
+    for offset in (0, 1, 5, len(text) // 2, len(text) - 1, len(text)):
+        line = text.count("\n", 0, offset)
+        assert index.line_column(offset) == (line, offset - text.rfind("\n", 0, offset) - 1)
