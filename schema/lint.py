@@ -133,7 +133,7 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
 
 def _unchecked_kind(kind: str) -> bool:
     """A kind whose documents lint only counts (a list's items may be claims)."""
-    return kind not in DRA_KINDS and not kind.endswith("List")
+    return kind not in KINDS and not kind.endswith("List")
 
 
 def _skip_unread(
