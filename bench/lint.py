@@ -1,6 +1,14 @@
 """Benchmark: `draguard lint` documents/s against kubernetes-validate's, same documents, same run.
 
     .venv/bin/python bench/lint.py [--documents 2000] [--jobs 2] [--peer-documents N]
+    .venv/bin/python bench/lint.py --styles [--scale 1.0]
+
+`--styles` measures the whole process (`draguard lint -o json FILE` as a subprocess:
+interpreter start, imports, reading, rules, rendering) on one generated corpus per input
+style of issue 21, each carrying warnings: block YAML, flow YAML, a stream of JSON
+objects, `kubectl get -o yaml` output (a `kind: List` with managedFields and status), a
+repository where 97 % of documents are not DRA, a `kind: List` of 50,000 claims and a
+stream of 100,000 JSON objects (time and peak memory), and the start on one small file.
 
 Generates DRA claims and templates (v1, v1beta2, v1beta1; about one in five invalid, so
 that positions are computed too) into 20 files in a temporary folder, then times:
@@ -28,6 +36,7 @@ import json
 import os
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -193,5 +202,200 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if met else 1
 
 
+# --- one corpus per input style (issue 21), the whole process timed ---------------------
+
+STYLE_TARGET = 7_500.0  # documents/s, whole process, each style
+NON_DRA_TARGET = 20_000.0
+START_TARGET = 0.150  # s, one small file
+LIST_TARGET = (10.0, 500.0)  # s, MiB for a 50,000-claim List
+STREAM_TARGET = 15.0  # s for a 100,000-object JSON stream
+
+
+def warned_claim(n: int) -> dict[str, Any]:
+    """A v1 claim with two warnings (an `All` alternative, alternatives of different
+    counts), and every tenth one an error too; class names carry `n` (no memo hit)."""
+    small: dict[str, Any] = {"name": "small", "deviceClassName": f"gpu.c{n}.example.com",
+                             "count": 9 if n % 10 == 0 else 2,
+                             "selectors": [{"cel": {"expression":
+                                                    'device.driver == "gpu.example.com"'}}]}
+    if n % 10 == 0:
+        small["count"] = 0  # Invalid: count must be positive
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": f"claim-{n}", "namespace": "team-a", "labels": {"app": "train"}},
+        "spec": {"devices": {"requests": [
+            {"name": "gpu", "firstAvailable": [
+                {"name": "big", "deviceClassName": f"gpu.c{n}.example.com",
+                 "allocationMode": "All"},
+                small]},
+            {"name": "nic", "exactly": {"deviceClassName": f"nic.c{n}.example.com"}},
+        ]}},
+    }
+
+
+def served_claim(n: int) -> dict[str, Any]:
+    """`warned_claim` as the apiserver returns it: uid, resourceVersion, managedFields, status."""
+    claim = warned_claim(n)
+    claim["metadata"].update({
+        "creationTimestamp": "2026-12-03T06:17:00Z", "resourceVersion": str(100_000 + n),
+        "uid": f"{n:08x}-5f3c-4e8f-a7b6-0123456789ab",
+        "managedFields": [{
+            "apiVersion": "resource.k8s.io/v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                         "f:spec": {"f:devices": {".": {}, "f:requests": {}}}},
+            "manager": "kubectl-client-side-apply", "operation": "Update",
+            "time": "2026-12-03T06:17:00Z"}],
+    })
+    claim["status"] = {"reservedFor": [{"name": f"pod-{n}", "resource": "pods",
+                                        "uid": f"{n:08x}-0000-4000-8000-000000000000"}]}
+    return claim
+
+
+def other_object(n: int) -> dict[str, Any]:
+    """A Deployment, Service or ConfigMap, as a repository holds them."""
+    meta = {"name": f"app-{n}", "namespace": "team-a", "labels": {"app": f"app-{n}"}}
+    if n % 3 == 0:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                "data": {"LOG_LEVEL": "info", "MODE": "serve"}}
+    if n % 3 == 1:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+                "spec": {"selector": {"app": f"app-{n}"},
+                         "ports": [{"port": 80, "targetPort": 8080}]}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+        "replicas": 2, "selector": {"matchLabels": {"app": f"app-{n}"}},
+        "template": {"metadata": {"labels": {"app": f"app-{n}"}}, "spec": {"containers": [
+            {"name": "app", "image": "registry.example.com/app:1.0",
+             "ports": [{"containerPort": 8080}], "env": [{"name": "MODE", "value": "serve"}]},
+        ]}}}}
+
+
+def _kubectl_list(items: list[dict[str, Any]]) -> str:
+    """`kubectl get -o yaml`: a List, keys sorted, lists at their key's indentation."""
+    return yaml.safe_dump({"apiVersion": "v1", "items": items, "kind": "List",
+                           "metadata": {"resourceVersion": ""}}, sort_keys=True)
+
+
+def write_style(folder: str, style: str, n: int) -> str:
+    """The corpus of one style in one file; returns its path."""
+    path = os.path.join(folder, f"{style}.{'json' if 'json' in style else 'yaml'}")
+    if style == "block":
+        text = yaml.safe_dump_all([warned_claim(k) for k in range(n)], sort_keys=False)
+    elif style == "flow":
+        text = yaml.safe_dump_all([warned_claim(k) for k in range(n)], sort_keys=False,
+                                  default_flow_style=None, width=1000)
+    elif style in ("json-stream", "json-stream-100k"):
+        text = "".join(json.dumps(warned_claim(k), indent=2) + "\n" for k in range(n))
+    elif style in ("kubectl", "list-50k"):
+        text = _kubectl_list([served_claim(k) for k in range(n)])
+    elif style == "non-dra":
+        docs = [warned_claim(k) if k % 33 == 0 else other_object(k) for k in range(n)]
+        text = yaml.safe_dump_all(docs, sort_keys=False)
+    else:
+        raise ValueError(style)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    cpu: float
+    peak_mib: float
+    code: int
+
+
+def run_process(path: str) -> Run:
+    """`draguard lint -o json PATH` as a process of its own: wall, CPU and peak memory."""
+    command = [sys.executable, "-c", _CHILD, "lint", "-o", "json", path]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    assert process.stderr is not None
+    err = process.stderr.read().decode()
+    if code == 2:
+        raise SystemExit(f"draguard lint {path} failed: {err}")
+    peak_kib = int(err.rpartition("VmHWM:")[2].split()[0])
+    return Run(wall, usage.ru_utime + usage.ru_stime, peak_kib / 1024, code)
+
+
+# The command, then its peak memory on stderr: VmHWM is the process's own high-water
+# mark since exec (rusage's maxrss would include this process's size at fork).
+_CHILD = (
+    "import sys\n"
+    "from draguard.webhook.cli.main import main\n"
+    "code = main()\n"
+    "with open('/proc/self/status') as status:\n"
+    "    sys.stderr.write(next(line for line in status if line.startswith('VmHWM:')))\n"
+    "sys.exit(code)\n"
+)
+
+
+def best_run(path: str, repeat: int) -> Run:
+    runs = [run_process(path) for _ in range(repeat)]
+    return min(runs, key=lambda r: r.wall)
+
+
+STYLES = (  # name, documents at scale 1, what it stands for
+    ("block", 15_000, "block YAML, claims with 2-3 findings each"),
+    ("flow", 15_000, "YAML with flow collections"),
+    ("json-stream", 15_000, "a stream of JSON objects in one file"),
+    ("kubectl", 15_000, "`kubectl get -o yaml` output (List, managedFields, status)"),
+    ("non-dra", 30_000, "a repository where 97 % of documents are not DRA"),
+)
+
+
+def styles_main(scale: float, repeat: int) -> int:
+    met_all = True
+    rows: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="draguard-bench-styles-") as folder:
+        small = os.path.join(folder, "small.yaml")
+        with open(small, "w", encoding="utf-8") as handle:
+            yaml.safe_dump(warned_claim(1), handle, sort_keys=False)
+        run_process(small)  # warm the file cache
+        start = min(run_process(small).wall for _ in range(5))
+        met = start < START_TARGET
+        met_all &= met
+        rows.append(f"start, one small file      {start * 1000:8.0f} ms               "
+                    f"target < {START_TARGET * 1000:.0f} ms   {'met' if met else 'NOT met'}")
+        for style, count, _ in STYLES:
+            n = max(1, int(count * scale))
+            path = write_style(folder, style, n)
+            run = best_run(path, repeat)
+            rate, target = n / run.wall, NON_DRA_TARGET if style == "non-dra" else STYLE_TARGET
+            met = rate >= target
+            met_all &= met
+            rows.append(f"{style:<12} {n:>7} documents {rate:9,.0f}/s wall ({run.wall:6.2f} s, "
+                        f"{n / run.cpu:9,.0f}/s CPU, {run.peak_mib:5.0f} MiB)   "
+                        f"target >= {target:,.0f}/s   {'met' if met else 'NOT met'}")
+            os.remove(path)
+        for style, count, limits in (("list-50k", 50_000, LIST_TARGET),
+                                     ("json-stream-100k", 100_000, (STREAM_TARGET, None))):
+            n = max(1, int(count * scale))
+            path = write_style(folder, style, n)
+            run = run_process(path)
+            seconds, mib = limits
+            met = run.wall < seconds and (mib is None or run.peak_mib < mib)
+            met_all &= met
+            rows.append(f"{style:<16} {n:>7} documents {run.wall:6.2f} s wall ({run.cpu:6.2f} s CPU),"
+                        f" {run.peak_mib:5.0f} MiB   target < {seconds:.0f} s"
+                        f"{f', < {mib:.0f} MiB' if mib else ''}   {'met' if met else 'NOT met'}")
+            os.remove(path)
+    print(f"cores: {os.cpu_count()}; load average: {os.getloadavg()}; whole process, "
+          f"one process (no --jobs); best of {repeat} runs per style")
+    print("\n".join(rows))
+    print("targets met" if met_all else "targets NOT met")
+    return 0 if met_all else 1
+
+
 if __name__ == "__main__":
+    if "--styles" in sys.argv[1:]:
+        styles_parser = argparse.ArgumentParser(description="lint per input style")
+        styles_parser.add_argument("--styles", action="store_true")
+        styles_parser.add_argument("--scale", type=float, default=1.0)
+        styles_parser.add_argument("--repeat", type=int, default=2)
+        styles_args = styles_parser.parse_args()
+        sys.exit(styles_main(styles_args.scale, styles_args.repeat))
     sys.exit(main())

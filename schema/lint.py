@@ -2,7 +2,7 @@
 
 `check_chunk` is pure (a chunk in, results out) so that `run` can spread documents over
 processes. YAML positions come from the parse itself (`sources.parse`); a JSON
-document is read again for positions only when it has findings.
+document's text is walked for positions only when it has findings (`jsondecode.Nodes`).
 
 Where a finding points (`contract.md` §3): rule paths are those of the internal shape,
 so for v1beta1 input `requests[i].exactly.X` is looked up as the flat `requests[i].X`
@@ -14,10 +14,9 @@ at its nearest existing parent.
 
 from __future__ import annotations
 
-import multiprocessing
+import gc
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from draguard.schema.advice.claims import Version, ignored_codes
 from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
@@ -27,16 +26,33 @@ from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type
-from draguard.schema.read.blockyaml import Lines
-from draguard.schema.read.sources import Chunk, Parsed, SyntaxProblem, locate, parse, positions
-from draguard.schema.read.yamlevents import Positions
+from draguard.schema.read.blockyaml import Head, Lines
+from draguard.schema.read.jsondecode import Nodes
+from draguard.schema.read.sources import (
+    Chunk,
+    Parsed,
+    SyntaxProblem,
+    locate,
+    parse,
+    peek,
+    positions,
+)
 from draguard.schema.report import DocumentResult, Finding, LintWarning
 from draguard.schema.validate import Verdict, validate_object
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from draguard.schema.read.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
 _BATCH = 64
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of `run` died (killed for memory, a crash in C code)."""
 
 
 class _Located:
@@ -46,21 +62,21 @@ class _Located:
 
     def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
-        self._root: Positions | Lines | None = parsed.positions
+        self._root: Positions | Lines | Nodes | None = parsed.positions
         self._pending = parsed.positions is None and chunk.format == "json"
-        root = parsed.positions
-        self._walk = root.walk if isinstance(root, Lines) else None
+        self._walk = self._root.walk if isinstance(self._root, Lines) else None
 
     def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
-        walk = self._walk
-        if walk is not None and len(candidates) == 1:
-            # Nearly every finding of block YAML: `locate` without its loop and Position,
-            # which for a lone candidate places it at the deepest node found either way.
-            _, line, column = walk(candidates[0])
-            return self.chunk.line + line + 1, column + 1
         if self._pending:
             self._root = positions(self.chunk)
             self._pending = False
+            self._walk = self._root.walk if isinstance(self._root, Nodes) else None
+        walk = self._walk
+        if walk is not None and len(candidates) == 1:
+            # Nearly every finding: `locate` without its loop and Position, which for a
+            # lone candidate places it at the deepest node found either way.
+            _, line, column = walk(candidates[0])
+            return self.chunk.line + line + 1, column + 1
         position = locate(self.chunk, self._root, candidates)
         return position.line, position.column
 
@@ -74,7 +90,31 @@ class _Located:
 def check_chunk(
     chunk: Chunk, *, options: Options, validate: Validator = validate_object
 ) -> list[DocumentResult]:
-    """Every object of one document (one, or the items of a list), checked and located."""
+    """Every object of one document (one, or the items of a list), checked and located.
+
+    A document of a kind lint does not check is recognised from its head when it can
+    be (`sources.peek`) and skipped without building its value.
+
+    The cycle collector is paused meanwhile: a document's values are trees, and the
+    collector's passes over them (a `kind: List` of thousands of claims is one value,
+    alive until its last item is checked) took as long as checking them. Cyclic
+    garbage made meanwhile is collected once it runs again.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_chunk(chunk, options, validate)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[DocumentResult]:
+    head = peek(chunk, _unchecked_kind)
+    if head is not None:
+        skipped = _skip_unread(chunk, head, options, validate)
+        if skipped is not None:
+            return [skipped]
     parsed = parse(chunk)
     if isinstance(parsed, SyntaxProblem):
         return [_broken(chunk, parsed)]
@@ -89,6 +129,29 @@ def check_chunk(
         _check_object(located, item, ("items", j), j, options, validate)
         for j, item in enumerate(items)
     ]
+
+
+def _unchecked_kind(kind: str) -> bool:
+    """A kind whose documents lint only counts (a list's items may be claims)."""
+    return kind not in KINDS and not kind.endswith("List")
+
+
+def _skip_unread(
+    chunk: Chunk, head: Head, options: Options, validate: Validator
+) -> DocumentResult | None:
+    """The skipped result of a document known by its head; None if the rule set checks
+    its kind after all (then the document is read in full)."""
+    meta = {k: v for k, v in (("name", head.name), ("namespace", head.namespace)) if v}
+    try:
+        verdict = validate({"apiVersion": head.api_version, "kind": head.kind,
+                            "metadata": meta}, options=options)
+    except Exception:  # the full reading reports it as this object's crash
+        return None
+    if not verdict.skipped:
+        return None
+    return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
+                          verdict.name, verdict.namespace, skipped=True,
+                          skip_reason=verdict.skip_reason, line=chunk.line + head.line + 1)
 
 
 def _list_items(value: Any) -> list[Any] | None:
@@ -232,6 +295,21 @@ def _check_all(
         for chunk in chunks:
             yield from check_chunk(chunk, options=options, validate=validate)
         return
+    # Loaded only here: most runs are one process, and these imports cost a start.
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        yield from _check_in_pool(chunks, options=options, validate=validate, jobs=jobs)
+    except BrokenProcessPool as exc:
+        raise WorkerDied(str(exc)) from exc
+
+
+def _check_in_pool(
+    chunks: Sequence[Chunk], *, options: Options, validate: Validator, jobs: int
+) -> Iterator[DocumentResult]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     size = max(8, min(_BATCH, len(chunks) // (jobs * 4)))
     batches = [chunks[k : k + size] for k in range(0, len(chunks), size)]
     # fork: workers inherit the imported rule set (and an injected validator) for free.
@@ -274,6 +352,8 @@ def cross_check(
     one without stays a skipped document.
     """
     workload_docs = {(r.file, r.document) for r in results if r.kind in POD_SPEC_PATHS}
+    workload_docs = {(c.file, c.index) for c in chunks
+                     if (c.file, c.index) in workload_docs and _may_name_claims(c.text)}
     if not workload_docs:
         return results
     claim_docs = {(r.file, r.document) for r in results if r.kind in KINDS}
@@ -300,6 +380,18 @@ def cross_check(
             )
             out[k] = out[k]._replace(warnings=warnings, skipped=False, skip_reason="")
     return out
+
+
+def _may_name_claims(text: str) -> bool:
+    """False when a workload's document cannot have a `resourceClaims` key, so that
+    `check_workload` has nothing to say about it (both its checks start there).
+
+    A key reads as it is written unless it is escaped (a backslash: double-quoted
+    YAML, JSON's `\\u`); a key folded over lines gets a space where they join; an
+    alias repeats a key written elsewhere in the same text. So a text with neither the
+    name nor a backslash has no such key, and most workloads are not read again.
+    """
+    return "resourceClaims" in text or "\\" in text
 
 
 def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment, ...], Any]]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any, NamedTuple
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 from draguard.schema.model.releases import KINDS
 
@@ -190,6 +190,8 @@ def result_json(result: DocumentResult) -> dict[str, Any]:
 
 def render_junit(report: Report) -> str:
     """One `<testsuite>` per file, one `<testcase>` per object; errors are `<failure>`s."""
+    import xml.etree.ElementTree as ET  # loaded for this format only: it costs a start
+
     root = ET.Element("testsuites", name="draguard lint")
     suites: dict[str, ET.Element] = {}
     for result in report.results:
@@ -204,6 +206,8 @@ def render_junit(report: Report) -> str:
 
 
 def _junit_case(suite: ET.Element, result: DocumentResult) -> None:
+    import xml.etree.ElementTree as ET  # as in render_junit
+
     case = ET.SubElement(suite, "testcase", classname=_xml(result.file),
                          name=_xml(_object_label(result)), file=_xml(result.file),
                          line=str(result.line))
@@ -279,7 +283,7 @@ def _sarif_result(rule_ids: dict[str, int], rule: str, level: str, result: Docum
     text = f"{finding.field}: {finding.message}" if finding.field else finding.message
     location: dict[str, Any] = {
         "physicalLocation": {
-            "artifactLocation": {"uri": quote(result.file.replace("\\", "/"))},
+            "artifactLocation": {"uri": _uri(result.file)},
             "region": {"startLine": finding.line, "startColumn": finding.column},
         },
     }
@@ -295,7 +299,15 @@ def _rule_text(rule: str) -> str:
     return f"draguard warning {rule}"
 
 
+def _uri(file: str) -> str:
+    from urllib.parse import quote  # loaded for SARIF only
+
+    return quote(file.replace("\\", "/"))
+
+
 def _version() -> str:
+    from importlib import metadata  # loaded for SARIF only: it costs a start
+
     try:
         return metadata.version("draguard")
     except metadata.PackageNotFoundError:

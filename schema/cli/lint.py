@@ -13,7 +13,6 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures.process import BrokenProcessPool
 from typing import BinaryIO, TextIO
 
 from draguard.schema import lint
@@ -130,7 +129,7 @@ def main(
     report = Report(disabled=disabled)
     try:
         report.extend(lint.run(chunks, options=options, validate=validate, jobs=jobs))
-    except BrokenProcessPool:  # a worker killed (out of memory, a crash in C code)
+    except lint.WorkerDied:  # a worker killed (out of memory, a crash in C code)
         err.write("draguard lint: a worker process died; try again without --jobs\n")
         return EXIT_USAGE
     if args.verbose:

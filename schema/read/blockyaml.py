@@ -20,13 +20,14 @@ against `yamlevents`: same values, same positions.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml_rs
 
 from draguard.schema.model.paths import Segment
+from draguard.schema.read.offsets import LineIndex
 
 # Characters libyaml refuses in a scalar (outside its printable set), line breaks (NEL,
 # LS and PS are breaks in YAML 1.1 only), the BOM and surrogates.
@@ -36,15 +37,22 @@ _BOOL11 = r"(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"  # booleans in 1.1 on
 _KEYWORD = rf"(?:{_BOOL11}|y|Y|n|N|true|True|TRUE|false|False|FALSE|null|Null|NULL)"
 # The keyword lookaheads run only for a first letter that may start a keyword: most keys
 # and values start with another, and the lookahead is a fifth of the grammar's time.
+# Keys of managed fields, as `kubectl get -o yaml` prints them: `f:spec`, `k:{"name":"a"}`,
+# `v:"x"`, `i:0` and `.`, strings in both versions (a colon inside is not followed by
+# a blank; no blank at all).
+_FIELDS_KEY = rf"[fkvi]:[^ \t{_BAD}:]++(?::[^ \t{_BAD}:]++)*+|\.(?=:)"
 _KEY = (
     rf"(?:(?:[A-EG-MP-SU-XZa-eg-mp-su-xz_]|(?!{_KEYWORD}:)[FNOTYfnoty])[A-Za-z0-9_./-]*+"
-    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+')"
+    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+'|{_FIELDS_KEY})"
 )
 _SCALAR = (
     r"(?:\[\]|\{\}|~"
     rf'|"[^"\\{_BAD}]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{{4}})[^"\\{_BAD}]*+)*+"'
     rf"|'[^'{_BAD}]*+(?:''[^'{_BAD}]*+)*+'"
     r"|-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?"
+    # A UID (lower-case hex in 8-4-4-4-12): a string in both versions, even when it
+    # starts with digits, and in every object the apiserver returns.
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     rf")(?=[ \t\n]|\Z){_TAIL}"
 )
 # A plain string: not a 1.1-only boolean, and never `: ` (that would be a mapping).
@@ -61,7 +69,9 @@ _LINE = (
     rf"|{_ENTRY_LINE}"  # `key: value`, `key:`
     r"|(?:#[^\n]*+)?))"  # a comment, a blank line
 )
-_BLOCK = re.compile(rf"(?:{_LINE}\n)*+{_LINE}")
+# Each line followed by a break or the end: `_LINE` written once, so that compiling
+# the grammar (at every start) takes half the time `(?:LINE\n)*+LINE` would.
+_BLOCK = re.compile(rf"(?:{_LINE}(?:\n|\Z))*+")
 
 
 def load(text: str) -> Any | None:
@@ -135,15 +145,19 @@ class Lines:
     Lint places a document's findings one by one, and their paths share prefixes
     (`spec.devices.requests[i]`), so each node found is remembered, in a tree of the
     segments that lead to it: a walk then follows dict lookups from the top, where
-    keys of path prefixes would be sliced and hashed at every depth.
+    keys of path prefixes would be sliced and hashed at every depth. The items of a
+    list found so far are remembered too, so that placing every item of a `kind: List`
+    reads the list once, not once per item.
     """
 
-    __slots__ = ("_top", "text")
+    __slots__ = ("_items", "_lines", "_top", "text")
 
     def __init__(self, text: str) -> None:
         # Every line, the first and the last too, then sits between two line breaks.
         self.text = "\n" + text + "\n"
         self._top: _Found | None = None
+        self._items: dict[int, list[int]] = {}
+        self._lines = LineIndex(self.text)
 
     def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
         """How many of `parts` exist, and the 0-based line and column where the deepest
@@ -162,7 +176,10 @@ class Lines:
                 if node is None:
                     break
                 if node[3]:
-                    located = _item(text, node, part) if type(part) is int else None
+                    located = (
+                        _item(text, node, part, self._items.setdefault(node[0], []))
+                        if type(part) is int else None
+                    )
                 else:
                     located = _entry(text, node, part) if type(part) is str else None
                 if located is None:
@@ -170,8 +187,8 @@ class Lines:
                 child = children[part] = (located[0], located[1], {})
             found = child
             depth += 1
-        mark = found[0]
-        return depth, text.count("\n", 0, mark) - 1, mark - text.rfind("\n", 0, mark) - 1
+        line, column = self._lines.line_column(found[0])
+        return depth, line - 1, column
 
 
 def _collection(text: str, start: int, parent: int, *, indentless: bool) -> _Node | None:
@@ -210,35 +227,146 @@ def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
     return at, _collection(text, empty.end() - 1, column, indentless=True)
 
 
-def _item(text: str, node: _Node, index: int) -> tuple[int, _Node | None] | None:
+def _item(
+    text: str, node: _Node, index: int, known: list[int]
+) -> tuple[int, _Node | None] | None:
+    """Item `index` of list `node`; `known` holds where the items found so far start
+    (just past their dashes), and grows as the list is read further."""
     if index < 0:
         return None
-    column = node[1]
-    line = _indented_at_most(column)
-    pos = node[0]
-    while True:  # to the dash of item `index`, or past the list
-        dash = line.search(text, pos)
-        if dash is None:
-            return None
-        pos = dash.end()  # just past the line's first character
-        if pos - dash.start() - 2 != column or text[pos - 1] != "-":
-            return None  # less indented, or a key at the dash's column: past the list
-        if text[pos] not in " \n":
-            continue  # not a dash that starts an item (`-\t`): neither an item nor the end
-        if not index:
-            break
-        index -= 1
+    if index >= len(known) and not _find_items(text, node, index, known):
+        return None
+    pos = known[index]
     spaces = _SPACES.match(text, pos)
     content = spaces.end() if spaces is not None else pos
     if text[content] not in "#\n":
         if _ENTRY.match(text, content) is None:
             return content, None  # a scalar item
-        begin = dash.start()
+        begin = text.rfind("\n", 0, pos)
         return content, (begin, content - begin - 1, content, False)
-    child = _collection(text, text.find("\n", content), column, indentless=False)
+    child = _collection(text, text.find("\n", content), node[1], indentless=False)
     # libyaml places a null item just past its dash.
     return (child[2] if child is not None else pos), child
 
 
+def _find_items(text: str, node: _Node, index: int, known: list[int]) -> bool:
+    """Read the list on from its last known item until item `index`; False past its end."""
+    column = node[1]
+    line = _indented_at_most(column)
+    pos = known[-1] if known else node[0]
+    while len(known) <= index:  # to the dash of item `index`, or past the list
+        dash = line.search(text, pos)
+        if dash is None:
+            return False
+        pos = dash.end()  # just past the line's first character
+        if pos - dash.start() - 2 != column or text[pos - 1] != "-":
+            return False  # less indented, or a key at the dash's column: past the list
+        if text[pos] not in " \n":
+            continue  # not a dash that starts an item (`-\t`): neither an item nor the end
+        known.append(pos)
+    return True
+
+
 def _unquote(key: str) -> str:
     return key[1:-1] if key[:1] in ("\"", "'") else key
+
+
+# --- the head of a document, read before (instead of) its value -------------------------
+# Lint checks two kinds; a repository holds many others, which it only counts. For a
+# document that `load` would accept (every line in `_BLOCK`), whose top node is a
+# mapping whose keys start at column 0, the lines at column 0 are exactly its keys, and
+# the lines at the first indentation under `metadata:` exactly the keys of metadata:
+# so apiVersion, kind, metadata.name and metadata.namespace can be read off the lines
+# when they are written plainly, and the value need not be built at all.
+
+class Head(NamedTuple):
+    """The identity of a document, as the values of its top-level fields, and the
+    0-based line where its top node starts."""
+
+    api_version: str
+    kind: str
+    name: str | None
+    namespace: str | None
+    line: int
+
+
+# A value read the same by YAML 1.1 and 1.2 and kept as a string: starts with a letter
+# or `_` and is no keyword (checked apart); then a comment at most.
+_WORD = r"([A-Za-z_][A-Za-z0-9_./-]*+)[ \t]*+(?:#[^\n]*+)?+"
+# As above, patterns start with the line break before a line (the text gets one in front).
+_TOP_KEY = re.compile(r"\n(apiVersion|kind|metadata):(?=[ \t\n]|\Z)([^\n]*+)")
+_WORD_VALUE = re.compile(rf"[ \t]++{_WORD}|[ \t]*+(?:#[^\n]*+)?+")
+_QUOTED_OR_ODD_TOP = re.compile(r"\n[\"'?&*!|>%@`{\[]")
+_BELOW = re.compile(r"\n(?:[ \t]*+(?:#[^\n]*+)?+\n)*+( ++)[^ \n]")
+_TOP_LINE = re.compile(r"\n[^ \n#]")
+_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+@lru_cache(maxsize=16)
+def _meta_key(indent: int) -> re.Pattern[str]:
+    """A line of metadata's own keys: `name` or `namespace` (plain value or none), or a
+    quoted key, which ends the reading."""
+    return re.compile(
+        rf"\n {{{indent}}}(?:(name|namespace):(?:[ \t]++{_WORD}|[ \t]*+(?:#[^\n]*+)?+)(?=\n)"
+        rf"|(name|namespace):|[\"'?])")
+
+
+def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
+    """apiVersion, kind, metadata.name and .namespace of a plain block document, read
+    from its lines, if `wanted(kind)`; None when the document is not one `load` takes,
+    or the four are not all written plainly there (then its value tells).
+
+    The kind is looked at first, so that a document whose head is not wanted costs a
+    scan of its lines at column 0 and nothing more.
+    """
+    lined = "\n" + text + "\n"
+    first = _CONTENT_LINE.search(lined)
+    if first is None or first.end(1) != first.start(1) or first.start(2) >= 0:
+        return None  # the top node is not a mapping at column 0
+    found: dict[str, re.Match[str] | None] = {}
+    meta_end = 0
+    for entry in _TOP_KEY.finditer(lined):
+        if entry[1] in found:
+            return None  # a repeated key: the value has the last, or `load` refuses it
+        found[entry[1]] = _WORD_VALUE.fullmatch(entry[2])
+        if entry[1] == "metadata":
+            meta_end = entry.end()
+    api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
+    if api_version is None or kind is None or not wanted(kind):
+        return None
+    if _QUOTED_OR_ODD_TOP.search(lined) is not None or _BLOCK.fullmatch(text) is None:
+        return None
+    meta = _metadata(lined, found["metadata"], meta_end) if "metadata" in found else {}
+    if meta is None:
+        return None
+    line = lined.count("\n", 1, first.start() + 1)  # lines before the first content line
+    return Head(api_version, kind, meta.get("name"), meta.get("namespace"), line)
+
+
+def _word(value: re.Match[str] | None) -> str | None:
+    """The plain word a value is, if it is one (not a keyword, not empty)."""
+    word = value[1] if value is not None else None
+    return word if word is not None and word.lower() not in _WORDS else None
+
+
+def _metadata(
+    text: str, value: re.Match[str] | None, end: int
+) -> dict[str, str | None] | None:
+    """`name` and `namespace` of `metadata:` whose line ends at `end`; None when unsure."""
+    if value is None or value[1] is not None:
+        return {}  # a one-line scalar, `[]` or `{}` (`_BLOCK`): no name, no namespace
+    below = _BELOW.match(text, end)
+    if below is None:
+        return {}  # nothing indented under `metadata:`: null, or a list at column 0
+    stop = _TOP_LINE.search(text, below.end())
+    block_end = stop.start() + 1 if stop is not None else len(text)
+    meta: dict[str, str | None] = {}
+    for line in _meta_key(len(below[1])).finditer(text, below.start(), block_end):
+        key = line[1]
+        if key is None or key in meta:
+            return None  # a quoted key, a value not plainly a word, or a repeated key
+        word = line[2]
+        if word is not None and word.lower() in _WORDS:
+            return None
+        meta[key] = word
+    return meta

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
+
+from draguard.schema.model.paths import Segment
+from draguard.schema.read.offsets import LineIndex
 
 # An escape in the surrogate range (\ud800-\udfff), valid pairs included; only a text
 # with one is walked.
@@ -74,3 +78,97 @@ def _replace(value: Any) -> Any:
                 item.update(fixed)
             pending.extend((item, k) for k in item)
     return root[0]
+
+
+# --- positions -----------------------------------------------------------------------------
+# Lint places the findings of a JSON document in its text. The text is valid JSON (it
+# was decoded), so the members of an object and the items of an array are found by
+# decoding them one after the other from where the collection starts, with the C
+# decoder's public `raw_decode`; only the collections on a path asked for are read,
+# each once (its children's offsets are remembered).
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*+")
+
+
+def _skip(text: str, pos: int) -> int:
+    """The first offset at or after `pos` that is not JSON whitespace."""
+    space = _SPACE.match(text, pos)
+    return space.end() if space is not None else pos
+_Children = dict[str, tuple[int, int]] | list[int]
+"""An object's members: key → (offset of the key, offset of the value); an array's
+items: their offsets."""
+
+
+class Nodes:
+    """Where the nodes of a JSON value start in its text, read on demand.
+
+    A mapping entry is placed at its key's opening quote, an array item at its first
+    character, as libyaml places them when it reads JSON as YAML.
+    """
+
+    __slots__ = ("_children", "_lines", "_pad", "text")
+
+    def __init__(self, text: str, pad: int = 0) -> None:
+        """`pad`: the column where the text starts on its first line."""
+        self.text = text
+        self._pad = pad
+        self._children: dict[int, _Children | None] = {}
+        self._lines = LineIndex(text)
+
+    def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
+        """How many of `parts` exist, and the 0-based line and column where the deepest
+        of them starts (the value's first character for none), as `Lines.walk`."""
+        at = mark = _skip(self.text, 0)
+        depth = 0
+        for part in parts:
+            children = self._read(at)
+            if type(part) is int and type(children) is list and 0 <= part < len(children):
+                at = mark = children[part]
+            elif type(part) is str and type(children) is dict and part in children:
+                mark, at = children[part]
+            else:
+                break
+            depth += 1
+        line, column = self._lines.line_column(mark)
+        return depth, line, column + (self._pad if line == 0 else 0)
+
+    def _read(self, at: int) -> _Children | None:
+        if at not in self._children:
+            try:
+                self._children[at] = _read_collection(self.text, at)
+            except (ValueError, RecursionError):  # nested too deeply for the decoder
+                self._children[at] = None
+        return self._children[at]
+
+
+# A member's key (its text between the quotes) up to its value; the break after a value.
+_MEMBER = re.compile(r'"([^"\\]*+(?:\\.[^"\\]*+)*+)"[ \t\n\r]*+:[ \t\n\r]*+')
+_AFTER = re.compile(r"[ \t\n\r]*+,?[ \t\n\r]*+")
+
+
+def _read_collection(text: str, at: int) -> _Children | None:
+    """The members or items of the collection starting at `at`; None for a scalar."""
+    opener = text[at]
+    if opener not in "{[":
+        return None
+    closer = "}" if opener == "{" else "]"
+    members: dict[str, tuple[int, int]] = {}
+    items: list[int] = []
+    pos = _skip(text, at + 1)
+    while text[pos] != closer:
+        if opener == "{":
+            member = _MEMBER.match(text, pos)
+            if member is None:
+                raise ValueError("not a member")  # cannot happen in a text that decoded
+            key, value = member[1], member.end()
+            if "\\" in key:  # escaped: decoded as `loads` has it
+                key = loads(f'"{key}"')
+            members[key] = (pos, value)  # a repeated key: the last one, as decoded
+        else:
+            value = pos
+            items.append(value)
+        _, end = _DECODER.raw_decode(text, value)
+        after = _AFTER.match(text, end)
+        pos = after.end() if after is not None else end
+    return members if opener == "{" else items

@@ -11,7 +11,8 @@ directives is not a document, as kubectl skips it).
 
 Speed: plain block-style YAML documents are parsed by yaml-rs (`blockyaml`), other
 YAML with libyaml, its events going straight into values and node positions in one
-pass (`yamlevents`); JSON with the C `json` module.
+pass (`yamlevents`); JSON with the C `json` module, its nodes located from the text
+on demand (`jsondecode.Nodes`).
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal, NamedTuple
-
-import yaml
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
 from draguard.schema.model.paths import Segment
 from draguard.schema.read import blockyaml, jsondecode
-from draguard.schema.read.blockyaml import Lines
-from draguard.schema.read.yamlevents import Positions, load_with_positions
+from draguard.schema.read.blockyaml import Head, Lines
+from draguard.schema.read.jsondecode import Nodes
+
+if TYPE_CHECKING:
+    import yaml
+
+    from draguard.schema.read.yamlevents import Positions
 
 Format = Literal["yaml", "json"]
 
@@ -188,41 +192,50 @@ def _split_yaml(source: Source) -> list[Chunk]:
 
 
 def _split_json(source: Source) -> list[Chunk]:
+    """One pass: each value's end from the decoder, lines counted from the previous value."""
     text = source.text
     decoder = json.JSONDecoder()
     chunks: list[Chunk] = []
     pos = _skip_space(text, 0)
+    line, line_start, counted_to = 0, 0, 0  # text before `counted_to` is counted once
     while pos < len(text):
         try:
             _, end = decoder.raw_decode(text, pos)
         except (ValueError, RecursionError):
             end = len(text)  # the rest is one broken document; parsing it reports where
-        line = text.count("\n", 0, pos)
-        column = pos - (text.rfind("\n", 0, pos) + 1)
+        breaks = text.count("\n", counted_to, pos)
+        if breaks:
+            line += breaks
+            line_start = text.rfind("\n", counted_to, pos) + 1
+        counted_to = pos
+        column = pos - line_start
         chunks.append(Chunk(source.name, len(chunks), text[pos:end], line, column, "json"))
         pos = _skip_space(text, end)
     return chunks
 
 
+_SPACE = re.compile(r"[ \t\n]*+")
+
+
 def _skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\n":
-        pos += 1
-    return pos
+    space = _SPACE.match(text, pos)
+    return space.end() if space is not None else pos
 
 
 # --- parsing ---------------------------------------------------------------------------
 
 # Errors a parser raises for bad input; RecursionError for absurdly deep nesting.
-_PARSE_ERRORS = (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError)
+_PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
     """A document's value and, for YAML, where its nodes start: libyaml's marks
-    (`yamlevents.Positions`), or for plain block YAML its lines (`blockyaml.Lines`)."""
+    (`yamlevents.Positions`), or for plain block YAML its lines (`blockyaml.Lines`).
+    JSON gets its positions on request (`positions`)."""
 
     value: Any
-    positions: Positions | Lines | None
+    positions: Positions | Lines | Nodes | None
 
 
 def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
@@ -233,15 +246,28 @@ def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
     pass (most documents get a warning or an error, so a second pass would cost more);
     JSON by the C `json` module, located only on request (`positions`).
     """
-    try:
-        if chunk.format == "json":
-            return Parsed(jsondecode.loads(chunk.text), None)
+    if chunk.format == "yaml":
         value = blockyaml.load(chunk.text)
         if value is not None:
             return Parsed(value, Lines(chunk.text))
-        return Parsed(*load_with_positions(chunk.text))
+        return _parse_yaml_events(chunk)
+    try:
+        return Parsed(jsondecode.loads(chunk.text), None)
     except json.JSONDecodeError as exc:
         return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
+    except _PARSE_ERRORS as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return _problem(chunk, f"cannot parse JSON: {reason}", 0, 0)
+
+
+def _parse_yaml_events(chunk: Chunk) -> Parsed | SyntaxProblem:
+    # Loaded on the first document that is not plain block YAML: PyYAML costs a start.
+    import yaml
+
+    from draguard.schema.read.yamlevents import load_with_positions
+
+    try:
+        return Parsed(*load_with_positions(chunk.text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # An unclosed bracket or quote is noticed at the end of the document; the place
@@ -250,10 +276,16 @@ def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
             mark = exc.context_mark
         line, column = (mark.line, mark.column) if mark is not None else (0, 0)
         return _problem(chunk, f"cannot parse YAML: {_yaml_reason(exc)}", line, column)
-    except _PARSE_ERRORS as exc:
+    except (yaml.YAMLError, *_PARSE_ERRORS) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        kind = "JSON" if chunk.format == "json" else "YAML"
-        return _problem(chunk, f"cannot parse {kind}: {reason}", 0, 0)
+        return _problem(chunk, f"cannot parse YAML: {reason}", 0, 0)
+
+
+def peek(chunk: Chunk, wanted: Callable[[str], bool]) -> Head | None:
+    """The document's apiVersion, kind, name and namespace, read without building its
+    value, when its kind is `wanted` and it is plain block YAML that writes them
+    plainly (`blockyaml.peek`)."""
+    return blockyaml.peek(chunk.text, wanted) if chunk.format == "yaml" else None
 
 
 def load(chunk: Chunk) -> Any | SyntaxProblem:
@@ -280,18 +312,19 @@ def _problem(chunk: Chunk, detail: str, line: int, column: int) -> SyntaxProblem
 
 # --- positions -------------------------------------------------------------------------
 
-def positions(chunk: Chunk) -> Positions | None:
-    """Where the nodes of a document start, read again as YAML (for JSON; None if it fails)."""
-    # Pad the first line so that columns of a JSON value that starts mid-line are right.
-    text = " " * chunk.column + chunk.text if chunk.column else chunk.text
-    try:
-        return load_with_positions(text)[1]
-    except _PARSE_ERRORS:
-        return None
+def positions(chunk: Chunk) -> Positions | Nodes | None:
+    """Where the nodes of a document start: for JSON read from its text on demand (a
+    document that decoded), for YAML read again by libyaml (None if it fails)."""
+    if chunk.format == "json":
+        # Columns of a JSON value that starts mid-line count from the line's start.
+        return Nodes(chunk.text, chunk.column)
+    parsed = _parse_yaml_events(chunk)
+    return parsed.positions if isinstance(parsed, Parsed) else None
 
 
 def locate(
-    chunk: Chunk, root: Positions | Lines | None, candidates: Sequence[Sequence[Segment]]
+    chunk: Chunk, root: Positions | Lines | Nodes | None,
+    candidates: Sequence[Sequence[Segment]],
 ) -> Position:
     """Where the first candidate path that exists starts; else the deepest existing parent.
 
@@ -300,7 +333,7 @@ def locate(
     """
     if root is None:
         return Position(chunk.line + 1, chunk.column + 1, exact=False)
-    walk = root.walk if isinstance(root, Lines) else functools.partial(_walk, root)
+    walk = root.walk if isinstance(root, Lines | Nodes) else functools.partial(_walk, root)
     best: tuple[int, int, int] | None = None
     for parts in candidates:
         depth, line, column = walk(parts)
@@ -336,6 +369,6 @@ def _walk(root: Positions, parts: Sequence[Segment]) -> tuple[int, int, int]:
 
 
 def _position(chunk: Chunk, line: int, column: int, *, exact: bool) -> Position:
-    # Lines and columns are 0-based and count from the chunk's start (the padded first
-    # line of a JSON value included).
+    # Lines and columns are 0-based and count from the chunk's start (a JSON value's
+    # first line from the start of its line in the file).
     return Position(chunk.line + line + 1, column + 1, exact)

@@ -14,6 +14,7 @@ the full PyYAML loader, so the result is always what `yaml.load` would give, exc
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -114,7 +115,17 @@ def _json_key(key: Any) -> str:
 
 def _build(text: str) -> tuple[Any, Positions]:
     # The bare C parser: events need neither a resolver nor a constructor set up.
-    return _build_from(CParser(text).get_event)
+    # The cycle collector is paused while a document is built: what is built is a tree
+    # (a recursive alias is refused), so it has nothing to find there, and for a big
+    # document (a `kind: List` of thousands of claims) its passes over the growing
+    # heap made reading grow faster than the text.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_from(CParser(text).get_event)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:

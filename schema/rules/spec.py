@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from draguard.schema.cel.check import check_selector, selector_passes
 from draguard.schema.model import formats
 from draguard.schema.model.errors import (
     FieldError,
@@ -247,6 +246,9 @@ class Rules:
         passing = self._passing
         if expression in passing:
             return
+        # CEL (and protobuf under it) is loaded by the first selector, not at start.
+        from draguard.schema.cel.check import check_selector, selector_passes
+
         if selector_passes(expression, release=self.release):
             if len(passing) >= PASSING_CACHE_SIZE:
                 passing.clear()

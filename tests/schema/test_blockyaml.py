@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draguard.schema.model.paths import Segment
@@ -99,6 +99,8 @@ def test_most_manifests_take_the_fast_path_and_agree() -> None:
         "\ufeffa: b\n", "a: b\x85c\n", "a: 'b\u2028c'\n", 'a: "\\x41"\n', "? a\n: b\n",
         "%YAML 1.1\n---\na: b\n", "--- a\n", "- - a\n", "a: -b\n", "a: b: c\n", "a: @b\n",
         "a: 12345678901234567890\n", "a: 1.0000000000000000001\n",
+        "f:a b: c\n", "a: 00000000-5f3c-4e8f-a7b6\n", "a: 1e-5\n",
+        "...: x\n", ".a: b\n",
     ],
 )
 def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) -> None:
@@ -113,6 +115,10 @@ def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) ->
         "a: b:c\n", "a: http://x/y#z\n", "a: yesterday\n", "'a b': 1\n", '"a": 1\n',
         "---\na: 1\n...\n", "a:\n- b\n-\n  c: d\n- e: f\n  g: h\n", "a:\n  - 1\n  -   b: 2\n",
         "- a\n- b: c\n", "a:\n  b:\n    c: d\n  e: f\ng: h\n", "# only\na: 1 # x\n\n",
+        # `kubectl get -o yaml`: managed fields' keys, UIDs
+        "f:spec:\n  f:devices:\n    .: {}\n    f:requests: {}\n",
+        'k:{"name":"gpu"}:\n  .: {}\n  f:count: {}\nv:"a": {}\ni:0: {}\n',
+        "f: b\nf:a: 1\n", "uid: 00000000-5f3c-4e8f-a7b6-0123456789ab\nb: 9e8d7c6b-5a49-4382-a1b0-c9d8e7f6a5b4\n",
     ],
 )
 def test_plain_block_texts_take_the_fast_path_and_agree(text: str) -> None:
@@ -124,7 +130,8 @@ def test_plain_block_texts_take_the_fast_path_and_agree(text: str) -> None:
 _TRICKY = st.sampled_from(
     ["yes", "no", "on", "Off", "y", "n", "true", "null", "~", "0777", "1_000", "1:20",
      "1e3", "0o17", "0x1F", ".inf", "2020-01-01", "a: b", "a #b", "- a", "[a]", "{a}",
-     "&a", "*a", "!a", "|", ">", "'", '"', "", " lead", "trail ", "é", "\t", "a\nb", "#"]
+     "&a", "*a", "!a", "|", ">", "'", '"', "", " lead", "trail ", "é", "\t", "a\nb", "#",
+     "f:x", 'k:{"a":"b"}', ".", "00000000-5f3c-4e8f-a7b6-0123456789ab"]
 )
 _KEYS = st.one_of(st.from_regex(r"[a-z][a-z0-9./-]{0,10}", fullmatch=True), _TRICKY)
 _SCALARS = st.one_of(
@@ -184,3 +191,122 @@ def test_texts_built_from_tricky_lines_agree_whenever_the_fast_path_takes_them(
         assert blockyaml.load(text) is None  # a text libyaml refuses is never taken
         return
     assert_agrees(text)
+
+
+# --- linear work ------------------------------------------------------------------------
+
+class _CountingPattern:
+    """Stands for a compiled pattern and counts its searches."""
+
+    def __init__(self, pattern: Any, counter: list[int]) -> None:
+        self._pattern, self._counter = pattern, counter
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        self._counter[0] += 1
+        return self._pattern.search(text, pos)
+
+
+@pytest.mark.parametrize("n", [1_000, 4_000])
+def test_placing_every_item_of_a_list_reads_the_list_once(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items found are remembered: item j is not looked for from the list's start again."""
+    text = "kind: List\nitems:\n" + "".join(
+        f"- kind: Pod\n  metadata:\n    name: p{j}\n" for j in range(n))
+    searches = [0]
+    real = blockyaml._indented_at_most
+    monkeypatch.setattr(blockyaml, "_indented_at_most",
+                        lambda column: _CountingPattern(real(column), searches))
+    lines = blockyaml.Lines(text)
+    for j in range(n):
+        assert lines.walk(("items", j, "metadata", "name")) == (4, 3 * j + 4, 4)
+    assert searches[0] <= n + 1
+
+
+# --- the head, read without the value ---------------------------------------------------
+
+def _any_kind(kind: str) -> bool:
+    return True
+
+
+def assert_head_agrees(text: str) -> bool:
+    """True when `peek` read the head; then it is what the value and positions say."""
+    head = blockyaml.peek(text, _any_kind)
+    if head is None:
+        return False
+    value = yamlevents.load_text(text)
+    assert isinstance(value, dict)
+    meta = value.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    strings = [v if isinstance(v, str) else None for v in (meta.get("name"),
+                                                           meta.get("namespace"))]
+    assert (head.api_version, head.kind, head.name, head.namespace) == (
+        value["apiVersion"], value["kind"], *strings)
+    assert head.line == blockyaml.Lines(text).walk(())[1]
+    return True
+
+
+def test_the_head_of_most_manifests_is_read_and_agrees() -> None:
+    taken = [assert_head_agrees(text) for text in MANIFESTS]
+    assert sum(taken) > len(MANIFESTS) // 4, (sum(taken), len(MANIFESTS))
+
+
+@pytest.mark.parametrize(
+    ("text", "head"),
+    [
+        pytest.param("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    name: z\n"
+                     "  name: x # c\ndata:\n  a: b\n", ("v1", "ConfigMap", "x", None, 0),
+                     id="nested-name-is-not-the-name"),
+        pytest.param("# c\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {}\n",
+                     ("apps/v1", "Deployment", None, None, 2), id="comment-marker-flow-meta"),
+        pytest.param("kind: Service\napiVersion: v1\nmetadata:\nspec: {}\n",
+                     ("v1", "Service", None, None, 0), id="null-metadata"),
+        pytest.param("apiVersion: v1\nkind: A\nmetadata:\n    namespace: team\n    name: web\n",
+                     ("v1", "A", "web", "team", 0), id="four-spaces"),
+    ],
+)
+def test_heads_written_plainly_are_read(text: str, head: tuple[object, ...]) -> None:
+    assert tuple(blockyaml.peek(text, _any_kind) or ()) == head
+    assert assert_head_agrees(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kind: ConfigMap\n",  # no apiVersion: the value says why it is skipped
+        "apiVersion: v1\nkind: yes\n", "apiVersion: v1\nkind: 'ConfigMap'\n",
+        "apiVersion: v1\nkind: A\nkind: B\n", '"kind": A\napiVersion: v1\nkind: B\n',
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: 'q'\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: 12\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  name: b\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  \"name\": a\n",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: null\n",
+        "apiVersion: v1\nkind: A\nspec: [1]\n", "- kind: A\n", "  kind: A\n",
+        "apiVersion: v1\nkind: A\nx: |\n  kind: B\n", "apiVersion: v1\nkind: A\nx: &a b\n",
+    ],
+)
+def test_heads_not_written_plainly_are_left_to_the_value(text: str) -> None:
+    assert blockyaml.peek(text, _any_kind) is None
+
+
+def test_only_wanted_heads_are_read() -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\n"
+    assert blockyaml.peek(text, lambda kind: kind != "ConfigMap") is None
+    assert blockyaml.peek(text, lambda kind: kind == "ConfigMap") is not None
+
+
+@settings(deadline=None)
+@given(
+    value=st.dictionaries(_KEYS, _VALUES, max_size=4),
+    meta=st.dictionaries(st.sampled_from(["name", "namespace", "labels", "x"]), _VALUES,
+                         max_size=3),
+    kind=st.one_of(st.sampled_from(["ConfigMap", "Deployment", "yes", "1"]), _TRICKY),
+    indent=st.sampled_from([2, 4]),
+)
+def test_dumped_heads_agree_whenever_they_are_read(
+    value: dict[str, Any], meta: dict[str, Any], kind: str, indent: int
+) -> None:
+    document = {"apiVersion": "v1", "kind": kind, "metadata": meta, **value}
+    text = yaml.safe_dump(document, default_flow_style=False, sort_keys=False, indent=indent,
+                          width=1000)
+    assert_head_agrees(text)

@@ -1,15 +1,17 @@
-"""Lone surrogates in JSON text are read as Go's encoding/json reads them (U+FFFD)."""
+"""JSON text: lone surrogates read as Go's encoding/json reads them (U+FFFD); nodes located."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.read import jsondecode
+from draguard.schema.model.paths import Segment
+from draguard.schema.read import jsondecode, yamlevents
+from draguard.schema.read.sources import _walk
 
 
 def test_lone_surrogates_become_the_replacement_character_in_keys_and_values() -> None:
@@ -126,3 +128,75 @@ BROKEN_UTF8 = [b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xff", b"\xe
 def test_loads_utf8_reads_and_refuses_bytes_as_decoding_first_does(data: bytes) -> None:
     """Encoded surrogates, overlongs, stray bytes, a BOM: the same value or the same refusal."""
     assert _same(_decoded_first(data), _outcome(lambda: jsondecode.loads_utf8(data)))
+
+
+# --- positions: `Nodes` against libyaml's marks (JSON read as YAML) -----------------------
+
+def _paths(value: object, prefix: tuple[Segment, ...] = ()) -> Iterator[tuple[Segment, ...]]:
+    """Every node's path, and paths just past the ends (a missing key, an index too far)."""
+    yield prefix
+    if isinstance(value, dict):
+        yield (*prefix, "no-such-key")
+        for key, child in value.items():
+            yield from _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        yield (*prefix, len(value))
+        for k, child in enumerate(value):
+            yield from _paths(child, (*prefix, k))
+    else:
+        yield (*prefix, "below-a-scalar")
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(
+        alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(alphabet='ab"\\\u00e9', max_size=3), inner, max_size=3),
+    max_leaves=15,
+)
+
+
+@settings(deadline=None)
+@given(value=_JSON_VALUES, indent=st.sampled_from([None, 1, 2]), pad=st.integers(0, 3))
+def test_json_nodes_are_placed_where_libyaml_places_them(
+    value: object, indent: int | None, pad: int
+) -> None:
+    """Every node of a JSON text is found at the line and column of libyaml's mark."""
+    text = json.dumps(value, indent=indent)
+    marks = yamlevents.load_with_positions(" " * pad + text)[1]
+    nodes = jsondecode.Nodes(text, pad)
+    for path in _paths(value):
+        assert nodes.walk(path) == _walk(marks, path), path
+
+
+def test_json_nodes_of_a_repeated_key_are_the_last_ones() -> None:
+    """A key written twice is placed at its last occurrence, whose value the decoder keeps."""
+    nodes = jsondecode.Nodes('{"a": 1,\n "a": {"b": 2}}')
+    assert nodes.walk(("a", "b")) == (2, 1, 7)
+
+
+def test_json_nodes_read_each_collection_once() -> None:
+    """Placing every item of a long array decodes the array's items once, not per item."""
+    for n in (1_000, 4_000):
+        text = json.dumps({"items": [{"k": j} for j in range(n)]})
+        nodes = jsondecode.Nodes(text)
+        counted = _CountingDecoder()
+        original = jsondecode._DECODER
+        jsondecode._DECODER = counted
+        try:
+            for j in range(n):
+                assert nodes.walk(("items", j, "k"))[0] == 3
+        finally:
+            jsondecode._DECODER = original
+        # The top object, the array, then each item's members: a bounded number per item.
+        assert counted.calls <= 4 * n + 10, (n, counted.calls)
+
+
+class _CountingDecoder(json.JSONDecoder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[object, int]:
+        self.calls += 1
+        return super().raw_decode(s, idx)

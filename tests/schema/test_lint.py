@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import lint_fakes as fakes
 import pytest
 
@@ -283,3 +287,32 @@ def test_jobs_give_the_same_results_in_order() -> None:
     ]
     text = "---\n".join(docs)
     assert _check(text, jobs=2) == _check(text, jobs=1)
+
+
+def test_linting_plain_block_yaml_loads_only_what_it_needs(tmp_path: Path) -> None:
+    """A one-process lint of block YAML without selectors loads no pool, PyYAML, CEL or XML."""
+    path = tmp_path / "claim.yaml"
+    path.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+                    "metadata:\n  name: c\nspec:\n  devices:\n    requests:\n"
+                    "    - name: gpu\n      exactly:\n        deviceClassName: gpu.example.com\n")
+    script = (
+        "import sys\n"
+        "from draguard.webhook.cli import main\n"
+        f"code = main.main(['lint', {str(path)!r}])\n"
+        "heavy = ['multiprocessing', 'concurrent.futures', 'yaml', 'google.protobuf',\n"
+        "         'draguard.schema.cel.check', 'xml.etree', 'importlib.metadata']\n"
+        "print(code, [m for m in heavy if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.splitlines()[-1] == "0 []"
+
+
+def test_a_kind_lint_does_not_check_is_skipped_from_its_head() -> None:
+    """A plain block document of another kind is skipped on its head; its value is not
+    built, so a wrong indentation further down goes unreported (it is not lint's kind)."""
+    results = _check("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
+                     "data:\n  a: b\n c: d\n---\nkind: ConfigMap\ndata: [\n")
+    first = results[0]
+    assert (first.kind, first.name, first.skipped, first.line) == ("ConfigMap", "cm", True, 1)
+    assert results[1].errors[0].type == "Malformed"  # not plain block YAML: read in full

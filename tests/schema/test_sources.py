@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from draguard.schema.read.offsets import LineIndex
 from draguard.schema.read.sources import (
     STDIN_NAME,
     Chunk,
@@ -260,3 +261,46 @@ def test_json_positions_are_read_on_request() -> None:
     parsed = parse(chunk)
     assert isinstance(parsed, Parsed) and parsed.positions is None
     assert locate(chunk, positions(chunk), [("a", "b", 1)]) == Position(1, 17)
+
+
+# --- linear work --------------------------------------------------------------------
+
+class _CountingText(str):
+    """A text that adds up the spans its line-break searches cover."""
+
+    scanned = 0
+
+    def count(self, sub: str, start: int | None = 0, end: int | None = None) -> int:  # type: ignore[override]
+        self._add(start, end)
+        return super().count(sub, start, end)
+
+    def rfind(self, sub: str, start: int | None = 0, end: int | None = None) -> int:  # type: ignore[override]
+        self._add(start, end)
+        return super().rfind(sub, start, end)
+
+    def find(self, sub: str, start: int | None = 0, end: int | None = None) -> int:  # type: ignore[override]
+        self._add(start, end)
+        return super().find(sub, start, end)
+
+    def _add(self, start: int | None, end: int | None) -> None:
+        type(self).scanned += (len(self) if end is None else end) - (start or 0)
+
+
+@pytest.mark.parametrize("n", [1_000, 4_000])
+def test_splitting_a_json_stream_reads_the_text_a_bounded_number_of_times(n: int) -> None:
+    """Lines and columns of a stream of JSON values are counted in one pass, not per value."""
+    text = _CountingText("".join(f'{{"a": [\n {k},\n 2]}} {{"b": {k}}}\n' for k in range(n)))
+    _CountingText.scanned = 0
+    chunks = split_documents(Source("f.json", text, "json"))
+    assert len(chunks) == 2 * n
+    assert (chunks[-1].line, chunks[-1].column) == (3 * n - 1, 5)
+    assert _CountingText.scanned <= 2 * len(text)
+
+
+def test_line_index_of_a_big_text_agrees_with_counting() -> None:
+    """Past the size where lines are counted directly, the index gives the same answers."""
+    text = "".join(f"{'x' * (k % 7)}\n" for k in range(20_000))
+    index = LineIndex(text)
+    for offset in (0, 1, 5, len(text) // 2, len(text) - 1, len(text)):
+        line = text.count("\n", 0, offset)
+        assert index.line_column(offset) == (line, offset - text.rfind("\n", 0, offset) - 1)

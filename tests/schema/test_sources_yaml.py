@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import Any
 
@@ -10,7 +11,7 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draguard.schema.read.yamlevents import TextLoader, load_text
+from draguard.schema.read.yamlevents import TextLoader, load_text, load_with_positions
 
 _scalars = (
     st.none() | st.booleans() | st.integers()
@@ -66,3 +67,16 @@ def test_agrees_with_pyyaml_on_arbitrary_text(text: str) -> None:
         assert "recursive alias" in str(exc) or "mapping keys" in str(exc)
         return
     assert got == expected
+
+
+def test_reading_a_big_document_leaves_the_cycle_collector_as_it_was() -> None:
+    """libyaml's reading pauses the collector for the build only, and restores its state."""
+    assert gc.isenabled()
+    load_with_positions("a: [1, {b: 2}]\n")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_with_positions("a: [1, {b: 2}]\n")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
