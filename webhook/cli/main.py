@@ -8,7 +8,6 @@ function is installed as `kubectl-draguard`, which kubectl runs for `kubectl dra
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -39,6 +38,8 @@ def usage(prog: str = "draguard") -> str:
 
 def version() -> str:
     """The installed distribution's version, as `pip show draguard` gives it."""
+    import importlib.metadata  # only for --version: it costs every other command's start
+
     try:
         return importlib.metadata.version("draguard")
     except importlib.metadata.PackageNotFoundError:  # run from a bare source tree
