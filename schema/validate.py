@@ -20,6 +20,7 @@ from draguard.schema.advice.claims import (
     Advice,
     Version,
     advise_claim_spec,
+    check_dropped_fields,
     ignored_codes,
 )
 from draguard.schema.model.defaults import default_claim_spec
@@ -324,7 +325,8 @@ def _from_memo(
 
 def advise(prepared: Prepared, options: Options) -> list[Advice]:
     """Issue 7's warnings at the user's paths, less the codes the object silences."""
-    advice = advise_claim_spec(
+    advice = list(check_dropped_fields(prepared.dropped, options.release))
+    advice += advise_claim_spec(
         prepared.claim_spec,
         prepared.spec_path,
         version=_version(options.release, options.kubernetes_patch),

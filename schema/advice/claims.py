@@ -8,7 +8,7 @@ verdict; front ends decide whether it fails a run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -21,7 +21,12 @@ from draguard.schema.advice.codes import ignored_codes as ignored_codes
 from draguard.schema.advice.requests import Request, gather_requests
 from draguard.schema.advice.skew import check_skew
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import ALLOCATION_RESULTS_MAX, REQUESTS_MAX
+from draguard.schema.model.releases import (
+    ALLOCATION_RESULTS_MAX,
+    FEATURE_SINCE,
+    REQUESTS_MAX,
+    Release,
+)
 
 ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 devices
 COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
@@ -68,6 +73,31 @@ def advise_claim_spec(
 def _give(out: list[Advice], advice: Advice | None) -> None:
     if advice is not None:
         out.append(advice)
+
+
+# -- release-drops-field -------------------------------------------------------------------
+
+# The gate behind each field a release may drop (§1.1); FEATURE_SINCE has the release in
+# which it became on by default, DRADerivedAttributes is alpha wherever it exists.
+_DROP_GATES = {"derivedAttributes": "DRADerivedAttributes"}
+
+
+def check_dropped_fields(dropped: Iterable[FieldPath], release: Release) -> Iterator[Advice]:
+    """The fields `release` silently removes on create (gates.py), each naming its gate.
+
+    Lint under a release says what `skew` says for it: the apiserver answers 201 and the
+    stored claim lacks the field, which validation alone cannot show.
+    """
+    for path in dropped:
+        field = str(path.parts[-1])
+        since, gate = FEATURE_SINCE.get(field, (None, _DROP_GATES.get(field, "its feature gate")))
+        on = f"on by default from 1.{since}" if since is not None else "alpha, off by default"
+        yield Advice(
+            path,
+            "release-drops-field",
+            f"Kubernetes {release.name} drops `{field}` on create: {gate} is off by default "
+            f"there ({on}), so the stored claim lacks it",
+        )
 
 
 # -- config-names-parent ------------------------------------------------------------------

@@ -339,3 +339,38 @@ def test_all_mode_release_note(minor: str, note: bool) -> None:
     assert [w.release_note for w in found] == [note]
     gate_words = "with DRAPrioritizedList on" in found[0].message
     assert gate_words == (minor == "1.33")
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        # 1.34 drops capacity only: no tolerations drop before kubernetes#132927 (1.35.0),
+        # and its distinctAttribute drop removed nothing before kubernetes#134962 (1.35.0).
+        ("1.34", ["spec.devices.requests[0].exactly.capacity"]),
+        (
+            "1.35",
+            [
+                "spec.devices.requests[0].exactly.tolerations",
+                "spec.devices.requests[0].exactly.capacity",
+            ],
+        ),
+        ("1.36", []),
+    ],
+)
+def test_lint_under_a_release_warns_of_its_drops(minor: str, expected: list[str]) -> None:
+    """`lint --kubernetes-version` says what the release silently drops, naming the gate."""
+    request = {
+        "name": "nic",
+        "exactly": {
+            "deviceClassName": "nic",
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "capacity": {"requests": {"nic.example.com/bw": "1Gi"}},
+        },
+    }
+    verdict = validate_object(claim([request]), options=Options(release=release(minor)))
+    found = [w for w in verdict.warnings if w.code == "release-drops-field"]
+    assert [w.field for w in found] == expected
+    gates = {"tolerations": "DRADeviceTaints", "capacity": "DRAConsumableCapacity"}
+    for w in found:
+        assert f"Kubernetes {minor} drops" in w.message
+        assert gates[w.field.rsplit(".", 1)[1]] in w.message

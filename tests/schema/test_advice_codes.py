@@ -77,6 +77,9 @@ RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
         pod("gpu", {"name": "gpus", "resourceClaimTemplateName": "t"},
             {"name": "other", "resourceClaimName": "shared"}),
     ]),
+    (["--kubernetes-version", "1.35"],
+     [claim("dropped", [{"name": "nic", "exactly": {"deviceClassName": "nic",
+                                                     "tolerations": TOLERATION}}])]),
     (["--kubernetes-version", "1.34.1"],
      [claim("old", [GPU, {"name": "nic", "exactly": {"deviceClassName": "nic"}}])]),
 ]
