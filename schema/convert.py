@@ -115,6 +115,9 @@ def _convert_layout(
     losses = _unreadable(obj, doc_type, options)
     if losses:
         return document, losses
+    if target == "parallel" and not _mentions_first_available(devices):
+        # Nothing to move: no empty `prioritizedRequests`, no order annotation (issue 17).
+        return document, []
     meta = document.setdefault("metadata", {})
     if target == "nested":
         nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
@@ -129,6 +132,15 @@ def _convert_layout(
     holder["spec"]["devices"] = parallel
     meta.setdefault("annotations", {})[ORDER_ANNOTATION] = encode_order(order)
     return document, []
+
+
+def _mentions_first_available(devices: dict[str, Any]) -> bool:
+    """Some request has the key (`firstAvailable: []` too: the move then drops it, rule 7)."""
+    requests = devices.get("requests")
+    return any(
+        isinstance(r, dict) and "firstAvailable" in r
+        for r in (requests if isinstance(requests, list) else ())
+    )
 
 
 def _unreadable(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> list[Loss]:
@@ -197,6 +209,8 @@ def _convert_version(
     losses += _ambiguous_requests(spec.get("devices", {}), spec_path.child("devices"), "v1")
     if target == "v1beta1":
         spec = spec_hub_to_v1beta1(spec)
+    else:
+        _write_class_names(spec)
     holder["spec"] = _omit_empty_lists(spec)
     document["apiVersion"] = f"{GROUP}/{target}"
     # No second read against the target: reading the source kept only fields its version
@@ -211,6 +225,29 @@ def _convert_version(
             )
         )
     return document, losses
+
+
+def _write_class_names(spec: dict[str, Any]) -> None:
+    """`deviceClassName` has no omitempty in ExactDeviceRequest and DeviceSubRequest (v1,
+    v1beta2 types.go: `json:"deviceClassName"`), so a class-less one reads back as ""."""
+    devices = spec.get("devices")
+    requests = devices.get("requests") if isinstance(devices, dict) else None
+    for request in requests if isinstance(requests, list) else ():
+        if not isinstance(request, dict):
+            continue
+        exactly = request.get("exactly")
+        if isinstance(exactly, dict) and "deviceClassName" not in exactly:
+            # The first field of ExactDeviceRequest, as the encoder writes it.
+            request["exactly"] = {"deviceClassName": "", **exactly}
+        subs = request.get("firstAvailable")
+        if not isinstance(subs, list):
+            continue
+        for j, sub in enumerate(subs):
+            if isinstance(sub, dict) and "deviceClassName" not in sub:
+                # DeviceSubRequest: name, then deviceClassName.
+                rest = {k: v for k, v in sub.items() if k != "name"}
+                head = {"name": sub["name"]} if "name" in sub else {}
+                subs[j] = {**head, "deviceClassName": "", **rest}
 
 
 def _plain_copy(value: Any) -> Any:

@@ -201,7 +201,7 @@ _REQUEST_BODY: dict[str, Rule] = {
     "allocationMode": Rule(_enum("", "ExactCount", "All")),
     "count": Rule(lambda _r: {"type": "integer", "minimum": 0}),
     "adminAccess": Rule(gate="admin_access"),
-    "tolerations": Rule(gate="device_taints"),
+    "tolerations": Rule(gate="keeps_tolerations"),
     "capacity": Rule(gate="consumable_capacity"),
 }
 
@@ -247,7 +247,7 @@ RULES: dict[tuple[str, str], Rule] = {
         _fixed(_request_reference), max_items=REQUESTS_MAX, unique=True
     ),
     ("DeviceConstraint", "matchAttribute"): Rule(_attribute_name),
-    ("DeviceConstraint", "distinctAttribute"): Rule(gate="consumable_capacity"),
+    ("DeviceConstraint", "distinctAttribute"): Rule(gate="keeps_distinct_attribute"),
     ("DeviceClaimConfiguration", "requests"): Rule(
         _fixed(_request_reference), max_items=REQUESTS_MAX, unique=True
     ),
@@ -348,9 +348,9 @@ def _toleration_rules(_ctx: Context) -> list[Schema]:
 
 
 def _constraint_rules(ctx: Context) -> list[Schema]:
-    """Rule 18: matchAttribute wins; else distinctAttribute (when its gate is on) is required."""
+    """Rule 18: matchAttribute wins; else distinctAttribute (when the release keeps it) is required."""
     match = _present("matchAttribute", {"type": "string"})
-    if not (ctx.release.has_capacity_fields and ctx.release.consumable_capacity):
+    if not (ctx.release.has_capacity_fields and ctx.release.keeps_distinct_attribute):
         return [match]
     return [
         {

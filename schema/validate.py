@@ -20,9 +20,10 @@ from draguard.schema.advice.claims import (
     Advice,
     Version,
     advise_claim_spec,
+    check_dropped_fields,
     ignored_codes,
 )
-from draguard.schema.model.defaults import default_claim_spec
+from draguard.schema.model.defaults import default_claim_spec, default_claim_status
 from draguard.schema.model.diff import without_empties
 from draguard.schema.model.errors import (
     ErrorType,
@@ -136,6 +137,8 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     holder, spec_path = _spec_holder(document, doc_type.kind)
     claim_spec: dict[str, Any] = holder.setdefault("spec", {})
     default_claim_spec(claim_spec, doc_type.version)
+    if doc_type.kind == "ResourceClaim":
+        default_claim_status(document.get("status"))
     origins = None
     if doc_type.parallel:
         devices = claim_spec.get("devices", {})
@@ -334,7 +337,8 @@ def _from_memo(
 
 def advise(prepared: Prepared, options: Options) -> list[Advice]:
     """Issue 7's warnings at the user's paths, less the codes the object silences."""
-    advice = advise_claim_spec(
+    advice = list(check_dropped_fields(prepared.dropped, options.release))
+    advice += advise_claim_spec(
         prepared.claim_spec,
         prepared.spec_path,
         version=_version(options.release, options.kubernetes_patch),

@@ -8,7 +8,7 @@ verdict; front ends decide whether it fails a run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -21,7 +21,12 @@ from draguard.schema.advice.codes import ignored_codes as ignored_codes
 from draguard.schema.advice.requests import Request, gather_requests
 from draguard.schema.advice.skew import check_skew
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import ALLOCATION_RESULTS_MAX, REQUESTS_MAX
+from draguard.schema.model.releases import (
+    ALLOCATION_RESULTS_MAX,
+    FEATURE_SINCE,
+    REQUESTS_MAX,
+    Release,
+)
 
 ALL_MODE_QUOTA_CHARGE = 32  # core ResourceQuota counts an `All` request as 32 devices
 COMBINATIONS_WARN_AT = 64  # products above 8×8 make the allocator's search visibly slower
@@ -48,7 +53,7 @@ def advise_claim_spec(
     requests = gather_requests(devices)
     out: list[Advice] = list(check_skew(devices, requests, dpath))
     if devices.get("config"):
-        out.extend(check_config_names_parent(devices, dpath))
+        out.extend(check_config_names_parent(devices, dpath, version.release.minor))
     _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))
     for i, request, subs, _, counts in requests:
         if not subs:
@@ -68,6 +73,31 @@ def advise_claim_spec(
 def _give(out: list[Advice], advice: Advice | None) -> None:
     if advice is not None:
         out.append(advice)
+
+
+# -- release-drops-field -------------------------------------------------------------------
+
+# The gate behind each field a release may drop (§1.1); FEATURE_SINCE has the release in
+# which it became on by default, DRADerivedAttributes is alpha wherever it exists.
+_DROP_GATES = {"derivedAttributes": "DRADerivedAttributes"}
+
+
+def check_dropped_fields(dropped: Iterable[FieldPath], release: Release) -> Iterator[Advice]:
+    """The fields `release` silently removes on create (gates.py), each naming its gate.
+
+    Lint under a release says what `skew` says for it: the apiserver answers 201 and the
+    stored claim lacks the field, which validation alone cannot show.
+    """
+    for path in dropped:
+        field = str(path.parts[-1])
+        since, gate = FEATURE_SINCE.get(field, (None, _DROP_GATES.get(field, "its feature gate")))
+        on = f"on by default from 1.{since}" if since is not None else "alpha, off by default"
+        yield Advice(
+            path,
+            "release-drops-field",
+            f"Kubernetes {release.name} drops `{field}` on create: {gate} is off by default "
+            f"there ({on}), so the stored claim lacks it",
+        )
 
 
 # -- config-names-parent ------------------------------------------------------------------
@@ -123,11 +153,20 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
     return rewrites
 
 
-def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iterator[Advice]:
+def check_config_names_parent(
+    devices: dict[str, Any], dpath: FieldPath, minor: int | None = None
+) -> Iterator[Advice]:
+    """`minor`: the release; from 1.37 a config that covers every request is not affected."""
     if not devices.get("config"):
         return
     parents = prioritized_parents(devices)
+    everyone = _request_names(devices) if minor is not None and minor >= 37 else None
     for rewrite in config_reference_rewrites(devices):
+        if everyone and everyone <= set(rewrite.old):
+            # From 1.37 the allocator clears `config[].requests` when the config covers
+            # every request ("empty means all"), so a driver applies it to every result
+            # whatever its name says: only a config naming some of several requests is hit.
+            continue
         for r, ref in enumerate(rewrite.old):
             if ref not in parents:
                 continue
@@ -146,6 +185,15 @@ def check_config_names_parent(devices: dict[str, Any], dpath: FieldPath) -> Iter
                 f"`{ref}/<subrequest>` and most drivers compare names exactly, so they silently skip this "
                 f"config: name {explicit} instead ({fix})",
             )
+
+
+def _request_names(devices: dict[str, Any]) -> set[str]:
+    names = set()
+    for _, request, _, _, _ in gather_requests(devices):
+        name = request.get("name")
+        if isinstance(name, str):
+            names.add(name)
+    return names
 
 
 # -- quota-charge, devices-over-32, combinations -------------------------------------------
@@ -240,13 +288,16 @@ def check_all_mode(counts: list[int], rpath: FieldPath, version: Version) -> Ite
         if count:
             continue
         path = rpath.child("firstAvailable").index(j).child("allocationMode")
-        if j >= 1 and version.release.minor in (34, 35):
+        if j >= 1 and version.release.minor in (33, 34, 35):
+            # kubernetes#131660 (1.36.0, not backported); 1.33 lacks it too, where
+            # firstAvailable needs DRAPrioritizedList turned on.
+            gate = " with DRAPrioritizedList on" if not version.release.prioritized_list else ""
             yield Advice(
                 path,
                 "all-mode-in-alternative",
                 f"allocationMode All in alternative {j}: the allocator in Kubernetes "
-                f"{version.release.name} mishandles an All-mode subrequest after the first "
-                "(fixed in 1.36.0, not backported); move it first or avoid All here",
+                f"{version.release.name}{gate} mishandles an All-mode subrequest after the first "
+                "(fixed in 1.36.0 by kubernetes#131660, not backported); move it first or avoid All here",
                 release_note=True,
             )
         else:
@@ -296,18 +347,29 @@ def check_profiles(
 def check_class_config_names(
     requests: list[Request], dpath: FieldPath, version: Version
 ) -> Advice | None:
-    if not (version.before(33, 6) or version.before(34, 2)):
+    """kubernetes#134789 (fixed by #134793 in 1.33.6 and 1.34.2): the allocator leaves
+    `requests` empty in FromClass configs of the allocation result. Empty means "all", so
+    a single-request claim is unharmed; with several requests a driver applies every
+    class's config to every request, prioritized or not."""
+    fixed = _CLASS_CONFIG_FIXED.get(version.release.minor)
+    if fixed is None or not version.before(version.release.minor, fixed):
         return None
-    if not any(subs for _, _, subs, _, _ in requests):
+    if len(requests) < 2:
         return None
+    first = f"{version.release.name}.{fixed}"
     return Advice(
         dpath.child("requests"),
         "class-config-request-names",
-        f"Kubernetes {version.release.name}.x before 1.33.6 / 1.34.2 leaves request names out of "
-        "DeviceClass configs in allocation results, so drivers cannot tell which alternative a "
-        "class config belongs to; upgrade to a fixed patch",
+        f"Kubernetes {version.release.name}.x before {first} leaves request names out of "
+        "DeviceClass configs in allocation results, so with several requests drivers cannot tell "
+        "which request a class config belongs to (when the classes carry configs); upgrade to "
+        f"{first} or later",
         release_note=True,
     )
+
+
+# The first patch of each release with kubernetes#134793 (#134789).
+_CLASS_CONFIG_FIXED = {33: 6, 34: 2}
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ CODES = (
     "consumer-profile",
     "class-config-request-names",
     "scoring-crash",
+    # What the selected release drops on create while a feature gate is off (§3.8).
+    "release-drops-field",
     # Release skew (advice/skew.py): features older components lack.
     "skew-first-available",
     "skew-admin-access",

@@ -73,11 +73,12 @@ def _field_advice(
         yield Advice(rpath, FIELD_CODES["adminAccess"],
                      f"request {name} uses adminAccess: clusters before {_since('adminAccess')} "
                      "drop it")
-    # §1.1 DRADeviceTaints: default-on from 1.36; §3.8 drops it where the gate is off.
+    # §1.1 DRADeviceTaints: default-on from 1.36. Only 1.35 drops the field (the claim
+    # strategy's drop is kubernetes#132927); 1.33/1.34 store it and apply no device taints.
     if fields.get("tolerations") or any(s.get("tolerations") for s in subs):
         yield Advice(rpath, FIELD_CODES["tolerations"],
                      f"request {name} uses tolerations: clusters before {_since('tolerations')} "
-                     "drop them")
+                     "drop them (1.35) or ignore them (1.33, 1.34)")
     # §1.1 DRAConsumableCapacity: default-on from 1.36.
     if fields.get("capacity") or any(s.get("capacity") for s in subs):
         yield Advice(rpath, FIELD_CODES["capacity"],
@@ -109,8 +110,9 @@ def _distinct_attribute_advice(devices: dict[str, Any], dpath: FieldPath) -> Ite
             yield Advice(
                 dpath.child("constraints").index(i).child("distinctAttribute"),
                 "skew-distinct-attribute",
+                # 1.34's drop removed nothing until kubernetes#134962 (1.35.0).
                 f"constraints[{i}] uses distinctAttribute: clusters before "
-                f"{_since('distinctAttribute')} drop it",
+                f"{_since('distinctAttribute')} drop it (1.35) or ignore it (1.34)",
             )
 
 

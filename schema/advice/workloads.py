@@ -35,10 +35,6 @@ class ClaimRequests:
 
     requests: dict[str, frozenset[str]]
 
-    @property
-    def prioritized(self) -> bool:
-        return any(self.requests.values())
-
 
 @dataclass
 class ClaimIndex:
@@ -99,7 +95,7 @@ def check_workload(
         for c, container in enumerate(pod_spec.get(list_name) or []):
             if isinstance(container, dict):
                 yield from _check_container(container, path.child(list_name).index(c), resolved)
-    yield from _check_scoring_crash(pod_spec, resolved, path, version)
+    yield from _check_scoring_crash(pod_spec, path, version)
 
 
 def _resolve_pod_claims(
@@ -157,20 +153,23 @@ def _request_problem(request: str, target: ClaimRequests) -> str | None:
 
 def _check_scoring_crash(
     pod_spec: dict[str, Any],
-    resolved: dict[str, ClaimRequests | None],
     path: FieldPath,
     version: Version,
 ) -> Iterator[Advice]:
     refs = [r for r in pod_spec.get("resourceClaims") or [] if isinstance(r, dict)]
     shared = any(r.get("resourceClaimName") for r in refs)
     per_pod = any(r.get("resourceClaimTemplateName") for r in refs)
-    prioritized = any(c is not None and c.prioritized for c in resolved.values())
+    # kubernetes#139016: the scoring added with prioritized lists in 1.35 fails for any pod
+    # with an allocated (shared) claim and an unallocated one, firstAvailable or not; fixed
+    # by #139017, cherry-picked as #139362 (1.35.6) and #139363 (1.36.2); 1.34 does not score.
     affected = version.within(35, 0, 5) or version.within(36, 0, 1)
-    if shared and per_pod and prioritized and affected:
+    if shared and per_pod and affected:
+        fixed = "1.35.6" if version.release.minor == 35 else "1.36.2"
         yield Advice(
             path.child("resourceClaims"),
             "scoring-crash",
-            f"a pod mixing a shared claim with a per-pod claim that uses firstAvailable stays Pending in "
-            f"Kubernetes {version.release.name} before 1.35.6 / 1.36.2 (the scheduler's scoring "
-            "crashes); upgrade, or give the pod only one kind of claim",
+            f"a pod mixing a shared claim with a per-pod claim stays Pending in Kubernetes "
+            f"{version.release.name}.x before {fixed} once the shared claim is allocated (the "
+            "scheduler's scoring fails, kubernetes#139016); upgrade, or give the pod only one kind "
+            "of claim",
         )

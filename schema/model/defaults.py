@@ -34,6 +34,20 @@ def default_claim_spec(spec: Any, version: str) -> None:
         default_devices(devices, version)
 
 
+def default_claim_status(status: Any) -> None:
+    """§4.1: `status.allocation.devices.results[].tolerations[].operator` "" → Equal.
+
+    The generated defaulters of every version (zz_generated.defaults.go,
+    SetObjectDefaults_ResourceClaim) walk the allocation results as well as the spec.
+    """
+    allocation = status.get("allocation") if isinstance(status, dict) else None
+    devices = allocation.get("devices") if isinstance(allocation, dict) else None
+    results = devices.get("results") if isinstance(devices, dict) else None
+    for result in results if isinstance(results, list) else ():
+        if isinstance(result, dict):
+            _default_tolerations(result)
+
+
 def default_devices(devices: dict[str, Any], version: str) -> None:
     """Default every request, subrequest and parallel option of `devices`, per API version."""
     requests = devices.get("requests")

@@ -16,7 +16,8 @@ from draguard.schema.model.releases import Release
 def drop_disabled_fields(
     spec: dict[str, Any], path: FieldPath, release: Release
 ) -> list[FieldPath]:
-    """Drop gated fields whose gate is off by default in `release`; return their paths."""
+    """Drop the gated fields `release`'s strategy drops (its gate off by default, and a
+    working drop in that release: see `Release.keeps_tolerations`); return their paths."""
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
@@ -60,7 +61,7 @@ def drop_disabled_fields(
                             j,
                             key,
                         )
-    if not release.consumable_capacity:
+    if not release.keeps_distinct_attribute:
         constraints = devices.get("constraints")
         for c, constraint in enumerate(constraints if isinstance(constraints, list) else []):
             if isinstance(constraint, dict) and "distinctAttribute" in constraint:
@@ -71,11 +72,11 @@ def drop_disabled_fields(
 
 @cache
 def _gated_off(release: Release) -> tuple[str, ...]:
-    """Per exact request and subrequest: the fields whose gate is off in this release."""
+    """Per exact request and subrequest: the fields this release's strategy drops."""
     return tuple(
         key
         for key, enabled in (
-            ("tolerations", release.device_taints),
+            ("tolerations", release.keeps_tolerations),
             ("adminAccess", release.admin_access),
             ("capacity", release.consumable_capacity),
             ("derivedAttributes", release.derived_attributes),

@@ -60,6 +60,25 @@ class Release:
     def consumable_capacity(self) -> bool:
         return self.minor >= 36
 
+    # What the claim strategy's drop code actually removes, which is less than the gates
+    # say before 1.35 (issue 17): `PrepareForCreate` → `dropDisabledFields` in
+    # pkg/registry/resource/resourceclaim/strategy.go.
+    @property
+    def keeps_tolerations(self) -> bool:
+        """False only where a drop exists (1.35, kubernetes#132927) and DRADeviceTaints is off.
+
+        Up to 1.34 `dropDisabledFields` handles DRAPrioritizedList, DRAAdminAccess and
+        DRAResourceClaimDeviceStatus only, so a 1.33/1.34 server keeps `tolerations`
+        with DRADeviceTaints off; #132927 added the drop in 1.35.0, not backported.
+        """
+        return self.minor < 35 or self.device_taints
+
+    @property
+    def keeps_distinct_attribute(self) -> bool:
+        """The 1.34 `distinctAttribute` drop ranged over copies of the constraints and
+        removed nothing; kubernetes#134962 (1.35.0, not backported) made it work."""
+        return self.minor < 35 or self.consumable_capacity
+
     # §2.3 which fields the API types have at all in this release.
     @property
     def has_capacity_fields(self) -> bool:
@@ -109,8 +128,14 @@ class Release:
 
     @property
     def rejects_extra_slashes(self) -> bool:
-        """Newest only (1.37): `a/b/c` as attribute name → "must not contain more than one slash"."""
-        return self.minor >= 37
+        """No release rejects `a/b/c` as an attribute name (issue 17).
+
+        `validateQualifiedName` (pkg/apis/resource/validation/validation.go) splits at the
+        first slash only, so `b/c` is checked as a C identifier nowhere and the name
+        passes; the fix (kubernetes#141869) is open and PR #141644 is not merged, so 1.37
+        ships without it. Kept as a property so the rule has one place to turn on.
+        """
+        return False
 
     @property
     def toleration_effects(self) -> tuple[str, ...]:

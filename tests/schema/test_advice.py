@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from draguard.schema.advice.claims import CODES, Version
+from draguard.schema.advice.claims import CODES, Version, check_all_mode
 from draguard.schema.advice.workloads import check_workload, index_claims
 from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import release
 from draguard.schema.validate import validate_object
 
@@ -46,6 +47,8 @@ def codes(obj: dict[str, Any], **options: Any) -> list[tuple[str, str]]:
 GPU = {"name": "gpu", "firstAvailable": [alt("big"), alt("small")]}
 CONFIG = {"opaque": {"driver": "gpu.example.com", "parameters": {"x": 1}}}
 R = "spec.devices.requests"
+NIC = {"name": "nic", "exactly": {"deviceClassName": "nic"}}
+NIC2 = {"name": "nic2", "exactly": {"deviceClassName": "nic"}}
 
 
 @pytest.mark.parametrize(
@@ -53,10 +56,30 @@ R = "spec.devices.requests"
     [
         pytest.param(claim([GPU]), {}, [], id="plain-prioritized-quiet"),
         pytest.param(
-            claim([GPU], config=[{"requests": ["gpu"], **CONFIG}]),
+            claim([GPU, NIC], config=[{"requests": ["gpu"], **CONFIG}]),
             {},
             [("config-names-parent", "spec.devices.config[0].requests[0]")],
             id="config-names-parent",
+        ),
+        pytest.param(
+            claim([GPU], config=[{"requests": ["gpu"], **CONFIG}]),
+            {"release": release("1.36")},
+            [("config-names-parent", "spec.devices.config[0].requests[0]")],
+            id="config-names-parent-single-1.36",
+        ),
+        # From 1.37 the allocator clears config[].requests when a config covers every
+        # request, and "empty means all" applies it whatever the names (issue 17).
+        pytest.param(
+            claim([GPU], config=[{"requests": ["gpu"], **CONFIG}]),
+            {},
+            [],
+            id="config-names-parent-single-1.37-quiet",
+        ),
+        pytest.param(
+            claim([GPU, NIC], config=[{"requests": ["gpu", "nic"], **CONFIG}]),
+            {},
+            [],
+            id="config-names-parent-covers-all-1.37-quiet",
         ),
         pytest.param(
             claim([GPU], config=[{"requests": ["gpu/big", "gpu/small"], **CONFIG}]),
@@ -135,17 +158,37 @@ R = "spec.devices.requests"
             [("consumer-profile", f"{R}[0].firstAvailable")],
             id="kueue-profile",
         ),
+        # kubernetes#134789 (fixed by #134793 in 1.33.6 / 1.34.2): FromClass configs carry no
+        # request names; harmless with one request ("empty means all"), prioritized or not.
         pytest.param(
-            claim([GPU]),
+            claim([GPU, NIC]),
             {"release": release("1.34"), "kubernetes_patch": 1},
             [("class-config-request-names", R)],
             id="class-config-1.34.1",
         ),
         pytest.param(
+            {**claim([NIC, NIC2]), "apiVersion": "resource.k8s.io/v1beta2"},
+            {"release": release("1.33"), "kubernetes_patch": 5},
+            [("class-config-request-names", R)],
+            id="class-config-1.33.5-not-prioritized",
+        ),
+        pytest.param(
             claim([GPU]),
+            {"release": release("1.34"), "kubernetes_patch": 1},
+            [],
+            id="class-config-1.34.1-single-request-quiet",
+        ),
+        pytest.param(
+            claim([GPU, NIC]),
             {"release": release("1.34"), "kubernetes_patch": 2},
             [],
             id="class-config-1.34.2",
+        ),
+        pytest.param(
+            {**claim([NIC, NIC2]), "apiVersion": "resource.k8s.io/v1beta2"},
+            {"release": release("1.33"), "kubernetes_patch": 6},
+            [],
+            id="class-config-1.33.6",
         ),
         pytest.param(
             claim(
@@ -251,6 +294,26 @@ def test_unresolvable_claim_is_not_guessed() -> None:
     assert list(check_workload(obj, index_claims([]), version=Version(release("1.37")))) == []
 
 
+@pytest.mark.parametrize(
+    ("minor", "patch", "fires"),
+    [("1.34", None, False), ("1.36", 1, True), ("1.36", 2, False), ("1.37", None, False)],
+)
+def test_scoring_crash_without_firstavailable(minor: str, patch: int | None, fires: bool) -> None:
+    """kubernetes#139016 hits any pod mixing a shared and a per-pod claim, firstAvailable or
+    not; fixed by #139017, cherry-picked as #139362 (1.35.6) and #139363 (1.36.2)."""
+    shared, per_pod = claim([NIC]), claim([NIC], kind="ResourceClaimTemplate")
+    per_pod["metadata"]["name"] = "t"
+    obj = pod(
+        [],
+        [{"name": "a", "resourceClaimName": "c"}, {"name": "b", "resourceClaimTemplateName": "t"}],
+    )
+    found = list(
+        check_workload(obj, index_claims([shared, per_pod]), version=Version(release(minor), patch))
+    )
+    assert [w.code for w in found] == (["scoring-crash"] if fires else [])
+    assert all("before 1.36.2" in w.message for w in found)
+
+
 @pytest.mark.parametrize(("patch", "fires"), [(5, True), (6, False), (None, True)])
 def test_scoring_crash_by_patch(patch: int | None, fires: bool) -> None:
     """Mixing shared and per-pod prioritized claims is flagged only in the affected 1.35 patches."""
@@ -266,3 +329,48 @@ def test_scoring_crash_by_patch(patch: int | None, fires: bool) -> None:
         )
     )
     assert [w.code for w in found] == (["scoring-crash"] if fires else [])
+
+
+@pytest.mark.parametrize(("minor", "note"), [("1.33", True), ("1.35", True), ("1.36", False)])
+def test_all_mode_release_note(minor: str, note: bool) -> None:
+    """1.33 with DRAPrioritizedList turned on also lacks kubernetes#131660 (1.36.0), as 1.34/1.35
+    do; where the gate is off the field is dropped, so this is reached only with it on."""
+    found = list(check_all_mode([1, 0], FieldPath(("spec",)), Version(release(minor))))
+    assert [w.release_note for w in found] == [note]
+    gate_words = "with DRAPrioritizedList on" in found[0].message
+    assert gate_words == (minor == "1.33")
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [
+        # 1.34 drops capacity only: no tolerations drop before kubernetes#132927 (1.35.0),
+        # and its distinctAttribute drop removed nothing before kubernetes#134962 (1.35.0).
+        ("1.34", ["spec.devices.requests[0].exactly.capacity"]),
+        (
+            "1.35",
+            [
+                "spec.devices.requests[0].exactly.tolerations",
+                "spec.devices.requests[0].exactly.capacity",
+            ],
+        ),
+        ("1.36", []),
+    ],
+)
+def test_lint_under_a_release_warns_of_its_drops(minor: str, expected: list[str]) -> None:
+    """`lint --kubernetes-version` says what the release silently drops, naming the gate."""
+    request = {
+        "name": "nic",
+        "exactly": {
+            "deviceClassName": "nic",
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "capacity": {"requests": {"nic.example.com/bw": "1Gi"}},
+        },
+    }
+    verdict = validate_object(claim([request]), options=Options(release=release(minor)))
+    found = [w for w in verdict.warnings if w.code == "release-drops-field"]
+    assert [w.field for w in found] == expected
+    gates = {"tolerations": "DRADeviceTaints", "capacity": "DRAConsumableCapacity"}
+    for w in found:
+        assert f"Kubernetes {minor} drops" in w.message
+        assert gates[w.field.rsplit(".", 1)[1]] in w.message

@@ -54,7 +54,8 @@ TOLERATION = [{"key": "k", "operator": "Exists"}]
 # One input per lint run: (extra lint arguments, documents).
 RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
     ([], [
-        claim("parent", [GPU], config=[{"requests": ["gpu"], **OPAQUE}]),
+        claim("parent", [GPU, {"name": "nic", "exactly": {"deviceClassName": "nic"}}],
+              config=[{"requests": ["gpu"], **OPAQUE}]),
         claim("quota", [{"name": "gpu", "firstAvailable": [alt("h", "h100"),
                                                           alt("a", "a100", count=2)]}]),
         claim("all", [{"name": "gpu", "firstAvailable": [alt("a"),
@@ -76,7 +77,11 @@ RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
         pod("gpu", {"name": "gpus", "resourceClaimTemplateName": "t"},
             {"name": "other", "resourceClaimName": "shared"}),
     ]),
-    (["--kubernetes-version", "1.34.1"], [claim("old", [GPU])]),
+    (["--kubernetes-version", "1.35"],
+     [claim("dropped", [{"name": "nic", "exactly": {"deviceClassName": "nic",
+                                                     "tolerations": TOLERATION}}])]),
+    (["--kubernetes-version", "1.34.1"],
+     [claim("old", [GPU, {"name": "nic", "exactly": {"deviceClassName": "nic"}}])]),
 ]
 
 

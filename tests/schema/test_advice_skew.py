@@ -48,7 +48,8 @@ def skew(obj: dict[str, Any]) -> list[tuple[str, str, str]]:
     pytest.param(claim({"name": "t", "exactly": {"deviceClassName": "c", "tolerations": [
         {"key": "k", "operator": "Exists"}]}}), [
         ("skew-tolerations", "spec.devices.requests[0]",
-         "request t uses tolerations: clusters before 1.36 drop them")], id="tolerations"),
+         "request t uses tolerations: clusters before 1.36 drop them (1.35) or ignore them "
+         "(1.33, 1.34)")], id="tolerations"),
     pytest.param(claim(PRIORITIZED, constraints=[{"requests": ["gpu/a"],
                                                   "matchAttribute": "x/y"}]), [
         ("skew-first-available", "spec.devices.requests[0].firstAvailable",
@@ -58,7 +59,8 @@ def skew(obj: dict[str, Any]) -> list[tuple[str, str, str]]:
          "subrequest results")], id="subrequest-reference"),
     pytest.param(claim(EXACT, constraints=[{"distinctAttribute": "x/y"}]), [
         ("skew-distinct-attribute", "spec.devices.constraints[0].distinctAttribute",
-         "constraints[0] uses distinctAttribute: clusters before 1.36 drop it")],
+         "constraints[0] uses distinctAttribute: clusters before 1.36 drop it (1.35) or ignore "
+         "it (1.34)")],
         id="distinct-attribute"),
 ])
 def test_skew_advice(obj: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:

@@ -53,6 +53,18 @@ def test_pinned_messages(case: corpus.Case) -> None:
             assert (field, message) == (want_field, want_message)
 
 
+WARNED = [case for case in CASES if case.raw.get("warnings")]
+
+
+@pytest.mark.parametrize("case", [param(c) for c in WARNED])
+def test_expected_warnings(case: corpus.Case) -> None:
+    """`warnings: {code: [field, ...]}` lists every warning of each named code ([] = none)."""
+    verdict = verdict_of(case)
+    for code, fields in case.raw["warnings"].items():
+        got = [w.field for w in verdict.warnings if w.code == code]
+        assert got == list(fields), (case.rule, code)
+
+
 def test_corpus_is_big_enough() -> None:
     """The corpus holds at least 70 documents, a third of them or fewer valid."""
     assert len(CASES) >= 70

@@ -338,3 +338,34 @@ def test_layout_targets_leave_a_document_already_in_that_layout_alone() -> None:
     doc = {**claim("v1", []), "spec": {"devices": {"requests": "oops"}}}
     conversion = convert_document(doc, "nested")
     assert conversion.lossless and conversion.document == doc
+
+
+@pytest.mark.parametrize("target", ["v1", "v1beta2"])
+def test_class_less_exactly_reads_back_an_empty_class(target: str) -> None:
+    """ExactDeviceRequest's `deviceClassName` has no omitempty (v1 and v1beta2 types.go:
+    `json:"deviceClassName"`), so a class-less `exactly` reads back with `""`, first."""
+    doc = claim("v1", [{"name": "gpu", "exactly": {"count": 2}}])
+    conversion = convert_document(doc, target)
+    assert conversion.document is not None
+    exactly = conversion.document["spec"]["devices"]["requests"][0]["exactly"]
+    assert next(iter(exactly.items())) == ("deviceClassName", "")
+
+
+def test_allocation_result_tolerations_are_defaulted() -> None:
+    """The generated defaulter (SetObjectDefaults_ResourceClaim) also sets operator Equal in
+    `status.allocation.devices.results[].tolerations` (upstream-rules.md §4.1)."""
+    doc = claim("v1", [NIC])
+    result = {"request": "nic", "driver": "d.example.com", "pool": "p", "device": "x",
+              "tolerations": [{"key": "k", "value": "v"}, {"key": "e", "operator": "Exists"}]}
+    doc["status"] = {"allocation": {"devices": {"results": [result]}}}
+    conversion = convert_document(doc, "v1")
+    assert conversion.document is not None
+    got = conversion.document["status"]["allocation"]["devices"]["results"][0]["tolerations"]
+    assert [t["operator"] for t in got] == ["Equal", "Exists"]
+
+
+def test_parallel_of_a_document_without_first_available_is_unchanged() -> None:
+    """Nothing to move: no empty `prioritizedRequests`, no order annotation (issue 17)."""
+    doc = claim("v1", [NIC, {**NIC, "name": "nic2"}])
+    conversion = convert_document(doc, "parallel")
+    assert conversion.lossless and conversion.document == doc

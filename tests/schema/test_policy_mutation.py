@@ -381,7 +381,10 @@ def test_config_naming_parent_is_rewritten(refs: list[str], expected: list[str])
 
 def test_config_rewrite_fixes_the_lint_warning() -> None:
     """The patched claim is valid and no longer draws the `config-names-parent` warning."""
-    obj = document("v1", "ResourceClaim", [prioritized("gpu", "a.example.com", "b.example.com")],
+    # Two requests: from 1.37 a config covering every request is not affected (issue 17).
+    obj = document("v1", "ResourceClaim",
+                   [prioritized("gpu", "a.example.com", "b.example.com"),
+                    exact("v1", "nic", "nic.example.com", allocationMode="ExactCount", count=1)],
                    [config_entry("gpu")])
     before = validate_object(obj)
     assert "config-names-parent" in {w.code for w in before.warnings}

@@ -85,6 +85,24 @@ def test_tolerations_changed_before_1_36() -> None:
     assert result["1.36"] == (True, "accepted", None)
 
 
+def test_1_34_drops_less_than_its_gates_say() -> None:
+    """1.34 keeps tolerations (the claim strategy's drop is kubernetes#132927, 1.35.0) and
+    distinctAttribute (its 1.34 drop ranged over copies; fixed by kubernetes#134962, 1.35.0)."""
+    request = {
+        "name": "nic",
+        "exactly": {"deviceClassName": "nic", "tolerations": [{"operator": "Exists"}]},
+    }
+    obj = claim("v1", [request], constraints=[{"distinctAttribute": "nic.example.com/port"}])
+    views = {v.version: v for v in skew_document(obj, releases_between("1.34", "1.36")) or []}
+    assert (views["1.34"].verdict, views["1.34"].dropped) == ("accepted", ())
+    assert views["1.35"].verdict == "rejected"  # the constraint loses its only attribute
+    assert [str(p) for p in views["1.35"].dropped] == [
+        "spec.devices.requests[0].exactly.tolerations",
+        "spec.devices.constraints[0].distinctAttribute",
+    ]
+    assert views["1.36"].verdict == "accepted"
+
+
 def test_skew_advice_scheduler_view() -> None:
     """The scheduler view is the `skew-first-available` advice lint and the webhook give."""
     [item] = skew_advice(claim("v1", [PRIORITIZED]))

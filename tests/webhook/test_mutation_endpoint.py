@@ -40,6 +40,9 @@ PARENT_CONFIG = claim(
          "count": 1},
         {"name": "small", "deviceClassName": "a100.nvidia.com", "allocationMode": "ExactCount",
          "count": 2}]},
+    # A second request: from 1.37 a config covering every request is not affected (issue 17).
+    {"name": "nic", "exactly": {"deviceClassName": "nic.nvidia.com", "allocationMode": "ExactCount",
+                                "count": 1}},
     config=[{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {}}}],
 )
 
