@@ -21,11 +21,14 @@ from draguard.schema.cluster.allocator import (
     Allocated,
     Allocator,
     Failed,
+    Positional,
     Result,
     SelectorCache,
+    Shape,
     Unfit,
     claim_requests,
     describe_request,
+    node_shape,
 )
 from draguard.schema.cluster.inventory import Claim, Inventory, pod_claim_names
 from draguard.schema.cluster.objects import Node
@@ -182,9 +185,11 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
         return outcome
     pending = [c for c in unit.claims if c.allocated is None]
     done = [c for c in unit.claims if c.allocated is not None]
+    solutions: dict[Shape, Positional | Unfit] = {}  # the search's outcome per node shape
+    reasons: dict[tuple[Shape, int, int, int], list[str] | None] = {}
     for node in nodes:
         node_outcome = _explain_node(node, unit, pending, done, inventory, by_pool, features,
-                                     cache, allocated)
+                                     cache, allocated, solutions, reasons)
         if isinstance(node_outcome, str):
             return PodOutcome(unit.namespace, unit.name, node_outcome)
         outcome.nodes.append(node_outcome)
@@ -199,17 +204,24 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
 def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Claim],
                   inventory: Inventory, by_pool: SliceIndex,
                   features: Features, cache: SelectorCache,
-                  allocated: set[tuple[str, str, str]]) -> NodeOutcome | str:
+                  allocated: set[tuple[str, str, str]],
+                  solutions: dict[Shape, Positional | Unfit],
+                  reasons: dict[tuple[Shape, int, int, int], list[str] | None]) -> NodeOutcome | str:
     for claim in done:
         if claim.node_selector is not None and not selector_matches(claim.node_selector, node):
             return NodeOutcome(node.name, False,
                                f"claim {claim.name} is allocated to devices {node.name} cannot reach")
     pools = gather_pools(by_pool, node, features)
     allocator = Allocator(node, pending, pools, inventory.classes, allocated, features, cache)
-    result = allocator.allocate()
+    shape = node_shape(pools, allocated, cache, features)
+    known = solutions.get(shape) if shape is not None else None
+    result = (allocator.replay(known) if known is not None else None) or allocator.allocate()
+    if shape is not None and known is None and not isinstance(result, Failed):
+        solutions[shape] = allocator.positional(result) if isinstance(result, Allocated) else result
     if isinstance(result, Failed):
         return result.message
-    claims = [_claim_outcome(allocator, ci, claim, result) for ci, claim in enumerate(pending)]
+    memo = _Reasons(shape, reasons) if shape is not None else None
+    claims = [_claim_outcome(allocator, ci, claim, result, memo) for ci, claim in enumerate(pending)]
     claims += [ClaimOutcome(c.name, [Result("", *key, admin) for key, admin in c.allocated or ()])
                for c in done]
     order = {c.name: i for i, c in enumerate(unit.claims)}
@@ -255,14 +267,14 @@ def _same(first: Allocated, second: Allocated) -> bool:
 
 
 def _claim_outcome(allocator: Allocator, ci: int, claim: Claim,
-                   result: Allocated | Unfit) -> ClaimOutcome:
+                   result: Allocated | Unfit, memo: _Reasons | None) -> ClaimOutcome:
     chosen = result.chosen[ci] if isinstance(result, Allocated) else {}
     outcome = ClaimOutcome(claim.name, result.results[ci] if isinstance(result, Allocated) else None)
     for ri, alternatives in enumerate(claim_requests(claim)):
         parent = alternatives[0].parent
         if parent is None:
             if isinstance(result, Unfit):
-                reason = _describe(allocator, ci, ri, 0)
+                reason = _describe(allocator, ci, ri, 0, memo)
                 if reason is not None:
                     outcome.alternatives.append(
                         Alternative(alternatives[0].name, None, [Rejected("", reason)]))
@@ -270,13 +282,34 @@ def _claim_outcome(allocator: Allocator, ci: int, claim: Claim,
         taken = chosen.get(ri)
         alternative = Alternative(parent, None if taken is None else alternatives[taken].name)
         for si, sub in enumerate(alternatives[: len(alternatives) if taken is None else taken]):
-            reason = _describe(allocator, ci, ri, si) or _TOGETHER
+            reason = _describe(allocator, ci, ri, si, memo) or _TOGETHER
             alternative.rejected.append(Rejected(sub.name, reason))
         outcome.alternatives.append(alternative)
     return outcome
 
 
-def _describe(allocator: Allocator, ci: int, ri: int, si: int) -> str | None:
+_NODE = "\0"  # stands for the node's name in a reason shared by nodes of one shape
+
+
+@dataclass(slots=True)
+class _Reasons:
+    """Reasons found on nodes of one shape: the same but for the node's name."""
+
+    shape: Shape
+    known: dict[tuple[Shape, int, int, int], list[str] | None]
+
+
+def _describe(allocator: Allocator, ci: int, ri: int, si: int, memo: _Reasons | None) -> str | None:
+    if memo is not None:
+        key = (memo.shape, ci, ri, si)
+        if key not in memo.known:
+            try:
+                text = describe_request(allocator, ci, ri, si, node_name=_NODE)
+            except Abort:  # may name a device: not shared
+                return _describe(allocator, ci, ri, si, None)
+            memo.known[key] = None if text is None else text.split(_NODE)
+        parts = memo.known[key]
+        return None if parts is None else allocator.node.name.join(parts)
     try:
         return describe_request(allocator, ci, ri, si)
     except Abort as stop:

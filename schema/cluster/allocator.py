@@ -138,11 +138,41 @@ class SelectorCache:
         self._outcomes: dict[tuple[str, str], tuple[bool, str | None]] = {}
         self.selections: dict[tuple[int, str], bool] = {}
         self.by_slice: dict[tuple[int, int], list[int]] = {}
+        self.by_pool: dict[tuple[int, int], list[int]] = {}
         self._selector_ids: dict[tuple[Any, ...], int] = {}
+        self._contents: dict[tuple[str, ...], int] = {}
+        self._by_request: dict[int, tuple[Request, DeviceClass | None, int]] = {}
 
     def selector_id(self, key: tuple[Any, ...]) -> int:
         """A small number per distinct selector set: cheap to hash in the keys above."""
         return self._selector_ids.setdefault(key, len(self._selector_ids))
+
+    def id_for(self, data: _Data) -> int:
+        """`selector_id` of a request with its class, looked up by identity first.
+
+        The requests of a claim are parsed once and live through the run; the entry
+        holds the request, so its id cannot be reused by another object meanwhile.
+        """
+        entry = self._by_request.get(id(data.request))
+        if entry is not None and entry[0] is data.request and entry[1] is data.klass:
+            return entry[2]
+        found = self.selector_id(data.selector_key())
+        self._by_request[id(data.request)] = (data.request, data.klass, found)
+        return found
+
+    def pool_content(self, pool: Pool) -> int:
+        """A small number per distinct pool content (every device's signature, in order).
+
+        Pools of many nodes often hold identical devices: what a selector set picks
+        from one of them is then worked out once per run.
+        """
+        if pool.content_id < 0:
+            # Binding conditions decide selectability too (before 1.36), outside the signature.
+            key = tuple((c.device._signature or c.device.signature(c.key[0]))
+                        + ("\0b" if c.device.binding_conditions else "")
+                        for c in pool.candidates())
+            pool.content_id = self._contents.setdefault(key, len(self._contents))
+        return pool.content_id
 
     def matches(self, expression: str, driver: str, device: Device) -> tuple[bool, str | None]:
         key = (expression, device.signature(driver))
@@ -155,6 +185,42 @@ class SelectorCache:
             found = (outcome.matches, outcome.error)
             self._outcomes[key] = found
         return found
+
+
+# A solution by position: per claim (request name, pool index, candidate index, admin
+# access), and the chosen subrequests. Nodes of the same shape share it.
+Positional = tuple[list[list[tuple[str, int, int, bool]]], list[dict[int, int]]]
+Shape = tuple[Any, ...]
+
+
+def node_shape(pools: Sequence[Pool], allocated: set[DeviceKey], cache: SelectorCache,
+               features: Features) -> Shape | None:
+    """What the search on a node depends on, when node names aside it is all content.
+
+    Two nodes with the same shape (pools of equal device content in the same order,
+    the same devices allocated) get the same solution by position: the search sees
+    attributes, capacities and allocation state, never names. None where more than
+    that matters (per-device node selection, taints, counters, binding conditions,
+    and before 1.36 the order note, which runs its own search).
+    """
+    usable = 0
+    out: list[Any] = []
+    for pool in pools:
+        if pool.incomplete or pool.invalid:
+            out.append((pool.id, pool.incomplete, pool.invalid))  # ids: in the reasons
+            continue
+        usable += 1
+        if pool.per_device_node_selection or pool.counter_sets:
+            return None
+        members = pool.candidates()
+        for c in members:
+            device = c.device
+            if device.taints or device.consumes_counters or device.binding_conditions:
+                return None
+        out.append((cache.pool_content(pool), tuple(c.key in allocated for c in members)))
+    if not features.sorted_pools and usable >= 2:
+        return None
+    return tuple(out)
 
 
 class Abort(Exception):
@@ -203,6 +269,31 @@ class Allocator:
         if not done:
             return Unfit(invalid_pools=any(p.invalid for p in self.pools))
         return Allocated([list(r) for r in self.result], [dict(c) for c in self.chosen])
+
+    def positional(self, result: Allocated) -> Positional:
+        where = {c.key: (pi, ci) for pi, pool in enumerate(self.pools)
+                 for ci, c in enumerate(pool.candidates())
+                 if not (pool.incomplete or pool.invalid)}
+        return ([[(r.request, *where[(r.driver, r.pool, r.device)], r.admin_access) for r in claim]
+                 for claim in result.results], [dict(c) for c in result.chosen])
+
+    def replay(self, solution: Positional | Unfit) -> Outcome | None:
+        """The outcome on a node of the same shape, with this node's devices.
+
+        The pre-pass runs so that the reasons for alternatives not taken can be worked
+        out as after a search; it fails only where it failed on the same shape (then
+        None: search as usual).
+        """
+        try:
+            if self._prepare() is not None:
+                return None
+        except Abort:
+            return None
+        if isinstance(solution, Unfit):
+            return solution
+        results = [[Result(request, *self.pools[pi].candidates()[ci].key, admin)
+                    for request, pi, ci, admin in claim] for claim in solution[0]]
+        return Allocated(results, [dict(c) for c in solution[1]])
 
     # --- the pre-pass (upstream `Allocate` before `allocateOne`) ---------------------
 
@@ -346,6 +437,9 @@ class Allocator:
             for pool in self.pools:
                 if pool.incomplete or pool.invalid:
                     continue
+                if not pool.per_device_node_selection:
+                    chosen += self._selected_in_pool(indices, data, pool)
+                    continue
                 for found_slice, members in pool.candidates_by_slice():
                     if found_slice.node_name or found_slice.per_device_node_selection:
                         # Reaches this node only (or differs per node): nothing to share.
@@ -354,7 +448,7 @@ class Allocator:
                     # The same slice reaches many nodes (allNodes, node selectors): what
                     # it offers a selector set is worked out once per run.
                     if data.selector_id < 0:
-                        data.selector_id = self.cache.selector_id(data.selector_key())
+                        data.selector_id = self.cache.id_for(data)
                     key = (data.selector_id, id(found_slice))
                     picked = by_slice.get(key)
                     if picked is None:
@@ -366,6 +460,23 @@ class Allocator:
             found = None
         self.selected[indices] = found
         return found
+
+    def _selected_in_pool(self, indices: tuple[int, int, int], data: _Data,
+                          pool: Pool) -> list[Candidate]:
+        """What the request selects in a pool whose devices reach the node alike.
+
+        Selection depends on the selectors and the devices' content only (per-device
+        node selection aside, handled per slice): equal pools on other nodes share it.
+        """
+        if data.selector_id < 0:
+            data.selector_id = self.cache.id_for(data)
+        members = pool.candidates()
+        key = (data.selector_id, self.cache.pool_content(pool))
+        picked = self.cache.by_pool.get(key)
+        if picked is None:
+            picked = [i for i, c in enumerate(members) if self._selectable(indices, data, c)]
+            self.cache.by_pool[key] = picked
+        return [members[i] for i in picked]
 
     def _try_subrequests(self, ci: int, ri: int, di: int) -> bool:
         all_exceeded = True
@@ -399,7 +510,7 @@ class Allocator:
             return False
         signature = device._signature or device.signature(candidate.key[0])
         if data.selector_id < 0:
-            data.selector_id = self.cache.selector_id(data.selector_key())
+            data.selector_id = self.cache.id_for(data)
         cache_key = (data.selector_id, signature)
         selections = self.cache.selections
         ok = selections.get(cache_key)
@@ -592,7 +703,8 @@ def _kobj(claim: Claim) -> str:
 
 # --- why an alternative was not taken ------------------------------------------------
 
-def describe_request(allocator: Allocator, ci: int, ri: int, si: int) -> str | None:
+def describe_request(allocator: Allocator, ci: int, ri: int, si: int, *,
+                     node_name: str | None = None) -> str | None:
     """Why one request or subrequest cannot be met on the node on its own; None if it can.
 
     Counts the devices of the node's pools that the class and the request select, and
@@ -602,7 +714,8 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int) -> str | N
     data = allocator.data.get((ci, ri, si))
     if data is None:
         return None
-    request, node = data.request, allocator.node.name
+    request = data.request
+    node = allocator.node.name if node_name is None else node_name
     klass, need = request.class_name, data.request.count
     incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
     selected = allocator._selected(ci, ri, si, data)

@@ -73,12 +73,20 @@ class Pool:
     slices: list[Slice] = field(default_factory=list)  # those targeting the node
     other_slices: list[Slice] = field(default_factory=list)
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    content_id: int = -1  # SelectorCache.pool_content
+    _per_device: bool | None = None
     _candidates: list[Candidate] | None = None
     _by_slice: list[tuple[Slice, list[Candidate]]] | None = None
 
     @property
     def id(self) -> str:
         return f"{self.driver}/{self.name}"
+
+    @property
+    def per_device_node_selection(self) -> bool:
+        if self._per_device is None:
+            self._per_device = any(s.per_device_node_selection for s in self.slices)
+        return self._per_device
 
     def candidates(self) -> list[Candidate]:
         """The devices of the slices that target the node, in slice order (made once)."""

@@ -251,3 +251,23 @@ def test_no_pool_order_note_from_1_36() -> None:
     """From 1.36 pools are sorted: the answer is fixed."""
     [node] = _explain(_two_pools(), "1.36").nodes
     assert node.order_note is None
+
+
+def test_nodes_of_one_shape_keep_their_own_devices_and_names() -> None:
+    """Nodes with equal content share one search: each still gets its own devices,
+    its own name in the reasons, and its own allocation state."""
+    first = {"name": "r", "firstAvailable": [
+        {"name": "h100", "deviceClassName": "gpu", "selectors": [
+            {"cel": {"expression": 'device.attributes["d.example.com"].model == "h100"'}}]},
+        {"name": "any", "deviceClassName": "gpu"}]}
+    objects = [CLASS, *[_node(n) for n in ("n1", "n2", "n3")],
+               *[_slice(n, _device("a", model="a100"), _device("b", model="a100"))
+                 for n in ("n1", "n2", "n3")],
+               _claim("old", [_exact("r")], allocated=["n3/a"]), _claim("c", [first]), _pod("c")]
+    nodes = {n.node: n for n in _explain(objects).nodes}
+    for name, device in (("n1", "a"), ("n2", "a"), ("n3", "b")):
+        [claim] = nodes[name].claims
+        assert [(r.pool, r.device) for r in claim.results or ()] == [(name, device)]
+        [alternative] = claim.alternatives
+        assert alternative.chosen == "any"
+        assert f" on {name}: 2 of the class, none matches" in alternative.rejected[0].reason
