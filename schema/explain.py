@@ -185,11 +185,10 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
         return outcome
     pending = [c for c in unit.claims if c.allocated is None]
     done = [c for c in unit.claims if c.allocated is not None]
-    solutions: dict[Shape, Positional | Unfit] = {}  # the search's outcome per node shape
-    reasons: dict[tuple[Shape, int, int, int], list[str] | None] = {}
+    memo = _Memo()
     for node in nodes:
         node_outcome = _explain_node(node, unit, pending, done, inventory, by_pool, features,
-                                     cache, allocated, solutions, reasons)
+                                     cache, allocated, memo)
         if isinstance(node_outcome, str):
             return PodOutcome(unit.namespace, unit.name, node_outcome)
         outcome.nodes.append(node_outcome)
@@ -205,8 +204,7 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
                   inventory: Inventory, by_pool: SliceIndex,
                   features: Features, cache: SelectorCache,
                   allocated: set[tuple[str, str, str]],
-                  solutions: dict[Shape, Positional | Unfit],
-                  reasons: dict[tuple[Shape, int, int, int], list[str] | None]) -> NodeOutcome | str:
+                  memo: _Memo) -> NodeOutcome | str:
     for claim in done:
         if claim.node_selector is not None and not selector_matches(claim.node_selector, node):
             return NodeOutcome(node.name, False,
@@ -214,14 +212,15 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
     pools = gather_pools(by_pool, node, features)
     allocator = Allocator(node, pending, pools, inventory.classes, allocated, features, cache)
     shape = node_shape(pools, allocated, cache, features)
-    known = solutions.get(shape) if shape is not None else None
-    result = (allocator.replay(known) if known is not None else None) or allocator.allocate()
+    shape_id = memo.shapes.setdefault(shape, len(memo.shapes)) if shape is not None else -1
+    known = memo.solutions.get(shape_id)
+    result = allocator.replay(known) if known is not None else allocator.allocate()
     if shape is not None and known is None and not isinstance(result, Failed):
-        solutions[shape] = allocator.positional(result) if isinstance(result, Allocated) else result
+        memo.solutions[shape_id] = allocator.positional(result) if isinstance(result, Allocated) else result
     if isinstance(result, Failed):
         return result.message
-    memo = _Reasons(shape, reasons) if shape is not None else None
-    claims = [_claim_outcome(allocator, ci, claim, result, memo) for ci, claim in enumerate(pending)]
+    reasons = _Reasons(shape_id, memo.reasons) if shape is not None else None
+    claims = [_claim_outcome(allocator, ci, claim, result, reasons) for ci, claim in enumerate(pending)]
     claims += [ClaimOutcome(c.name, [Result("", *key, admin) for key, admin in c.allocated or ()])
                for c in done]
     order = {c.name: i for i, c in enumerate(unit.claims)}
@@ -295,8 +294,17 @@ _NODE = "\0"  # stands for the node's name in a reason shared by nodes of one sh
 class _Reasons:
     """Reasons found on nodes of one shape: the same but for the node's name."""
 
-    shape: Shape
-    known: dict[tuple[Shape, int, int, int], list[str] | None]
+    shape: int
+    known: dict[tuple[int, int, int, int], list[str] | None]
+
+
+@dataclass(slots=True)
+class _Memo:
+    """Per Pod: node shapes by number, the search's outcome and the reasons per shape."""
+
+    shapes: dict[Shape, int] = field(default_factory=dict)
+    solutions: dict[int, Positional | Unfit] = field(default_factory=dict)
+    reasons: dict[tuple[int, int, int, int], list[str] | None] = field(default_factory=dict)
 
 
 def _describe(allocator: Allocator, ci: int, ri: int, si: int, memo: _Reasons | None) -> str | None:

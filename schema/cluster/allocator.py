@@ -277,18 +277,12 @@ class Allocator:
         return ([[(r.request, *where[(r.driver, r.pool, r.device)], r.admin_access) for r in claim]
                  for claim in result.results], [dict(c) for c in result.chosen])
 
-    def replay(self, solution: Positional | Unfit) -> Outcome | None:
+    def replay(self, solution: Positional | Unfit) -> Outcome:
         """The outcome on a node of the same shape, with this node's devices.
 
-        The pre-pass runs so that the reasons for alternatives not taken can be worked
-        out as after a search; it fails only where it failed on the same shape (then
-        None: search as usual).
+        The pre-pass is left to `describe_request`, which needs it only for reasons
+        not already found on the same shape; it cannot fail where it did not there.
         """
-        try:
-            if self._prepare() is not None:
-                return None
-        except Abort:
-            return None
         if isinstance(solution, Unfit):
             return solution
         results = [[Result(request, *self.pools[pi].candidates()[ci].key, admin)
@@ -711,6 +705,8 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int, *,
     of those the ones already allocated (to claims outside this Pod) or tainted, the
     way `allocateOne` and `allocateDevice` would skip them.
     """
+    if not allocator.requests and allocator._prepare() is not None:  # after a replay
+        return None
     data = allocator.data.get((ci, ri, si))
     if data is None:
         return None
