@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import BinaryIO, TextIO
 
 from draguard.schema import explain
-from draguard.schema.cli.lint import _write, parse_patch
+from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
 from draguard.schema.cluster import live
 from draguard.schema.cluster.inventory import (
     Inventory,
@@ -31,17 +31,8 @@ NEWEST_EXPLAINED = 37
 OLDEST_EXPLAINED = 34  # v1 objects and the prioritized list's beta start here
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="draguard explain", description=__doc__.splitlines()[0])
+    parser = Parser(prog="draguard explain", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin: "
                              "Pods, claims, templates, DeviceClasses, ResourceSlices, Nodes")
@@ -75,8 +66,8 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
         args = parser.parse_args(list(argv))
         release = _release(args.kubernetes_version)
         if not args.paths and not args.from_cluster:
-            raise _UsageError("give PATHs, --from-cluster, or both")
-    except _UsageError as exc:
+            raise UsageError("give PATHs, --from-cluster, or both")
+    except UsageError as exc:
         err.write(f"{parser.format_usage()}draguard explain: error: {exc}\n")
         return EXIT_USAGE
     except SystemExit as exc:  # --help
@@ -98,9 +89,9 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
     result = explain.explain(inventory, release=release,
                              patch=parse_patch(args.kubernetes_version), node_name=args.node)
     if args.output == "json":
-        _write(out, json.dumps(explain.to_json(result), ensure_ascii=False) + "\n")
+        write(out, json.dumps(explain.to_json(result), ensure_ascii=False) + "\n")
     else:
-        _write(out, explain.render_text(result, detail=args.node is not None))
+        write(out, explain.render_text(result, detail=args.node is not None))
     if not result.pods:
         err.write("draguard explain: nothing to explain: no Pod and no unallocated claim\n")
         return EXIT_UNSCHEDULABLE
@@ -133,9 +124,9 @@ def _release(version: str) -> releases.Release:
     try:
         release = releases.release(version)
     except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if not OLDEST_EXPLAINED <= release.minor <= NEWEST_EXPLAINED:
-        raise _UsageError(f"explain imitates Kubernetes 1.{OLDEST_EXPLAINED} to "
+        raise UsageError(f"explain imitates Kubernetes 1.{OLDEST_EXPLAINED} to "
                           f"1.{NEWEST_EXPLAINED}, not {version}")
     return release
 

@@ -8,8 +8,6 @@ inputs are named on stderr and the others are still checked.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import sys
 from collections.abc import Sequence
@@ -18,6 +16,7 @@ from typing import BinaryIO, TextIO
 from draguard.schema import lint
 from draguard.schema.advice.claims import PROFILES
 from draguard.schema.advice.codes import refusal
+from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
 from draguard.schema.model import releases
 from draguard.schema.model.options import Options
 from draguard.schema.read.sources import (
@@ -33,19 +32,8 @@ from draguard.schema.validate import validate_object
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so `main` stays callable in-process."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="draguard lint", description=__doc__.splitlines()[0])
+    parser = Parser(prog="draguard lint", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin")
     parser.add_argument("-o", "--output", choices=list(REPORTERS), default="text")
@@ -78,7 +66,7 @@ def parse_labels(text: str | None) -> dict[str, str] | None:
     for pair in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise _UsageError(f"--namespace-labels: expected KEY=VALUE, got {pair!r}")
+            raise UsageError(f"--namespace-labels: expected KEY=VALUE, got {pair!r}")
         labels[key] = value
     return labels
 
@@ -87,17 +75,11 @@ def build_options(args: argparse.Namespace) -> Options:
     try:
         release = releases.release(args.kubernetes_version)
     except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     return Options(release=release, namespace_labels=parse_labels(args.namespace_labels),
                    default_namespace=args.namespace,
                    kubernetes_patch=parse_patch(args.kubernetes_version),
                    profiles=frozenset(args.profile))
-
-
-def parse_patch(version: str) -> int | None:
-    """The patch level of `1.35.2` (release notes name patch ranges); None for `1.35`."""
-    parts = version.strip().lstrip("v").split(".")
-    return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
 
 
 def main(
@@ -113,7 +95,7 @@ def main(
         options = build_options(args)
         disabled = disabled_codes(args.disable)
         jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
-    except _UsageError as exc:
+    except UsageError as exc:
         err.write(f"{parser.format_usage()}draguard lint: error: {exc}\n")
         return EXIT_USAGE
     except SystemExit as exc:  # --help
@@ -137,7 +119,7 @@ def main(
             if result.skipped:
                 err.write(f"{result.file}:{result.line}: skipped document {result.document}"
                           f" ({result.kind or 'no kind'}): {result.skip_reason}\n")
-    _write(out, render(report, args.output))
+    write(out, render(report, args.output))
     if unreadable:
         return EXIT_USAGE
     return EXIT_FINDINGS if report.has_findings(fail_on_warning=args.fail_on_warning) else EXIT_OK
@@ -163,21 +145,7 @@ def disabled_codes(values: Sequence[str]) -> frozenset[str]:
     codes = [code.strip() for value in values for code in value.split(",") if code.strip()]
     problem = refusal(codes)
     if problem is not None:
-        raise _UsageError(f"--disable: {problem}")
+        raise UsageError(f"--disable: {problem}")
     return frozenset(codes)
 
 
-def _write(stream: TextIO, text: str) -> None:
-    """Write text whatever the terminal's encoding (file names and values may be any text)."""
-    try:
-        try:
-            stream.write(text)
-        except UnicodeEncodeError:
-            encoding = getattr(stream, "encoding", None) or "ascii"
-            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-        stream.flush()
-    except BrokenPipeError:
-        # The reader went away (`draguard lint … | head`): stop quietly, and point the
-        # stream at /dev/null so that Python's flush at exit does not complain either.
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())

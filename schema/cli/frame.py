@@ -1,0 +1,42 @@
+"""What the commands share: a parser that raises on bad usage, writing to a pipe, patch levels."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+from typing import TextIO
+
+
+class UsageError(Exception):
+    """Bad usage: the command prints it and exits 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so `main` stays callable in-process."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def parse_patch(version: str) -> int | None:
+    """The patch level of `1.35.2` (release notes name patch ranges); None for `1.35`."""
+    parts = version.strip().lstrip("v").split(".")
+    return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+
+
+def write(stream: TextIO, text: str) -> None:
+    """Write text whatever the terminal's encoding (file names and values may be any text)."""
+    try:
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(stream, "encoding", None) or "ascii"
+            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        stream.flush()
+    except BrokenPipeError:
+        # The reader went away (`draguard lint … | head`): stop quietly, and point the
+        # stream at /dev/null so that Python's flush at exit does not complain either.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
