@@ -6,7 +6,12 @@ import argparse
 import contextlib
 import io
 import os
+import sys
+from collections.abc import Sequence
 from typing import TextIO
+
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 
 
 class UsageError(Exception):
@@ -18,6 +23,24 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
+
+
+def parse_with_release(
+    parser: argparse.ArgumentParser, argv: Sequence[str], prog: str
+) -> tuple[argparse.Namespace, Options] | int:
+    """Parse `argv` and its `--kubernetes-version`; an exit code instead on --help or bad usage.
+
+    For the commands built on plain argparse (convert, roundtrip): argparse has printed
+    the help or the usage error already; a bad version is printed here as `prog: …`.
+    """
+    try:
+        args = parser.parse_args(list(argv))
+        return args, Options(release=release(args.kubernetes_version))
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
 
 
 def parse_patch(version: str) -> int | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from draguard.schema.model import formats
@@ -172,22 +172,12 @@ class Rules:
         if not constraints and not configs:
             return  # nothing refers to the requests: no lookup table to build
         names = _gather_request_names(requests)
-        if constraints:
-            self._check_list(
-                constraints,
-                CONSTRAINTS_MAX,
-                lambda c, p, o: self._check_constraint(c, p, names, o),
-                (*path, "constraints"),
-                out,
-            )
-        if configs:
-            self._check_list(
-                configs,
-                CONFIG_MAX,
-                lambda c, p, o: self._check_config(c, p, names, o),
-                (*path, "config"),
-                out,
-            )
+        for items, limit, check, key in (
+            (constraints, CONSTRAINTS_MAX, self._check_constraint, "constraints"),
+            (configs, CONFIG_MAX, self._check_config, "config"),
+        ):
+            if items:
+                self._check_list(items, limit, partial(check, names=names), (*path, key), out)
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
@@ -301,7 +291,7 @@ class Rules:
         self._limit_after(refs, REQUESTS_MAX, path, out)
 
     def _check_constraint(
-        self, constraint: dict[str, Any], path: _Parts, names: RequestNames, out: Errors
+        self, constraint: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
     ) -> None:
         self._check_references(constraint.get("requests", []), (*path, "requests"), names, out)
         # Rule 18: with both set, distinctAttribute is ignored.
@@ -314,7 +304,7 @@ class Rules:
             out.append(required(FieldPath((*path, "matchAttribute"))))
 
     def _check_config(
-        self, config: dict[str, Any], path: _Parts, names: RequestNames, out: Errors
+        self, config: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
     ) -> None:
         """Rule 21."""
         self._check_references(config.get("requests", []), (*path, "requests"), names, out)
