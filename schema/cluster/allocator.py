@@ -383,14 +383,7 @@ class Allocator:
             if undo is None:
                 return False
             following = 0 if self.features.all_subrequest_bug else si
-            try:
-                if self._allocate_one(ci, ri, following, di + 1, sub_mode=sub_mode):
-                    return True
-            except _SizeExceeded:
-                undo()
-                raise
-            undo()
-            return False
+            return self._descend(undo, (ci, ri, following, di + 1), sub_mode=sub_mode)
         selected = self._selected(ci, ri, si, data)
         for candidate in selected if selected is not None else self._usable_candidates():
             if self._busy(candidate.key, ci, request) or (
@@ -399,13 +392,21 @@ class Allocator:
             undo = self._allocate_device(ci, ri, si, candidate, must=False)
             if undo is None:
                 continue
-            try:
-                if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
-                    return True
-            except _SizeExceeded:
-                undo()
-                raise
+            if self._descend(undo, (ci, ri, si, di + 1), sub_mode=sub_mode):
+                return True
+        return False
+
+    def _descend(
+        self, undo: Callable[[], None], at: tuple[int, int, int, int], *, sub_mode: bool
+    ) -> bool:
+        """Allocate from `at` on with one device taken; give it back unless that succeeds."""
+        try:
+            if self._allocate_one(*at, sub_mode=sub_mode):
+                return True
+        except _SizeExceeded:
             undo()
+            raise
+        undo()
         return False
 
     def _usable_candidates(self) -> Iterator[Candidate]:
