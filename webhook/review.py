@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
-from draguard.schema.advice.codes import Advice
+from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.model.errors import FieldError, aggregate_message, go_quote
 from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
 from draguard.schema.read import jsondecode
 from draguard.schema.validate import Verdict, validate_object, validate_update
@@ -286,8 +287,9 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
 
 
 def render_advice(item: Advice) -> str:
-    """One admission warning: `path: message` (the code is for lint and the annotation)."""
-    return f"{item.field}: {item.message}"
+    """One admission warning: `path: message`, or the message alone for advice about the
+    whole review (the code is for lint and the annotation)."""
+    return f"{item.field}: {item.message}" if item.path else item.message
 
 
 def limit_warnings(warnings: Iterable[str]) -> list[str]:
@@ -320,16 +322,27 @@ def _judge(review: Review, rules: RuleSet) -> Verdict:
 def _skipped(review: Review, verdict: Verdict, kind: str, version: str) -> Answer:
     what = f"{kind or 'object'} {version or '(no apiVersion)'}".strip()
     reason = f": {verdict.skip_reason}" if verdict.skip_reason else ""
-    warning = f"draguard did not check {what}{reason}"
-    doc = _response(review.uid, allowed=True, warnings=limit_warnings([warning]))
+    warning = Advice(_WHOLE, "not-checked", f"draguard did not check {what}{reason}")
+    doc = _response(review.uid, allowed=True, warnings=_review_warnings(review, warning))
     return Answer(doc, review, "skipped", kind, version)
+
+
+_WHOLE = FieldPath()  # advice about the review, not a field
+
+
+def _review_warnings(review: Review, *advice: Advice) -> list[str]:
+    """Webhook advice as warnings, less the codes the object's annotation silences."""
+    obj = review.object if isinstance(review.object, Mapping) else {}
+    silenced = ignored_codes(obj.get("metadata"))
+    return limit_warnings(render_advice(a) for a in advice if a.code not in silenced)
 
 
 def _internal_error(review: Review, mode: FailureMode, kind: str, version: str,
                     trace: str) -> Answer:
     if mode == "open":
-        doc = _response(review.uid, allowed=True, warnings=[
-            "draguard had an internal error and allowed the object unchecked (failure mode open)"])
+        doc = _response(review.uid, allowed=True, warnings=_review_warnings(review, Advice(
+            _WHOLE, "failure-open-error",
+            "draguard had an internal error and allowed the object unchecked (failure mode open)")))
     else:
         doc = _response(review.uid, allowed=False, status={
             "metadata": {}, "status": "Failure", "reason": "InternalError", "code": 500,
@@ -343,8 +356,9 @@ def answer_timed_out(review: Review, mode: FailureMode, seconds: float) -> Answe
     kind, version = _kind_version(review.object or review.old_object or {})
     what = f"draguard did not finish checking within {seconds:g} s"
     if mode == "open":
-        doc = _response(review.uid, allowed=True, warnings=[
-            f"{what} and allowed the object unchecked (failure mode open)"])
+        doc = _response(review.uid, allowed=True, warnings=_review_warnings(review, Advice(
+            _WHOLE, "failure-open-timeout",
+            f"{what} and allowed the object unchecked (failure mode open)")))
     else:
         doc = _response(review.uid, allowed=False, status={
             "metadata": {}, "status": "Failure", "reason": "Timeout", "code": 504,
