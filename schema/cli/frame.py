@@ -59,7 +59,15 @@ def write(stream: TextIO, text: str) -> None:
             stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
         stream.flush()
     except BrokenPipeError:
-        # The reader went away (`draguard lint … | head`): stop quietly, and point the
-        # stream at /dev/null so that Python's flush at exit does not complain either.
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        quiet(stream)
+
+
+def quiet(stream: TextIO | None = None) -> None:
+    """The reader went away (`draguard lint … | head`): stop quietly, exit code kept.
+
+    The stream (stdout by default) is pointed at /dev/null so that later writes and
+    Python's flush at exit do not complain either.
+    """
+    target = sys.stdout if stream is None else stream
+    with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())
