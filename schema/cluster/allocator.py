@@ -688,10 +688,6 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def taint_blocks(device: Device, request: Request) -> bool:
-    return _taint_prevents(device, request)
-
-
 def _kobj(claim: Claim) -> str:
     return f"{claim.namespace}/{claim.name}"
 
