@@ -383,7 +383,14 @@ class Allocator:
             if undo is None:
                 return False
             following = 0 if self.features.all_subrequest_bug else si
-            return self._descend(undo, (ci, ri, following, di + 1), sub_mode=sub_mode)
+            try:
+                if self._allocate_one(ci, ri, following, di + 1, sub_mode=sub_mode):
+                    return True
+            except _SizeExceeded:
+                undo()
+                raise
+            undo()
+            return False
         selected = self._selected(ci, ri, si, data)
         for candidate in selected if selected is not None else self._usable_candidates():
             if self._busy(candidate.key, ci, request) or (
@@ -392,21 +399,13 @@ class Allocator:
             undo = self._allocate_device(ci, ri, si, candidate, must=False)
             if undo is None:
                 continue
-            if self._descend(undo, (ci, ri, si, di + 1), sub_mode=sub_mode):
-                return True
-        return False
-
-    def _descend(
-        self, undo: Callable[[], None], at: tuple[int, int, int, int], *, sub_mode: bool
-    ) -> bool:
-        """Allocate from `at` on with one device taken; give it back unless that succeeds."""
-        try:
-            if self._allocate_one(*at, sub_mode=sub_mode):
-                return True
-        except _SizeExceeded:
+            try:
+                if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
+                    return True
+            except _SizeExceeded:
+                undo()
+                raise
             undo()
-            raise
-        undo()
         return False
 
     def _usable_candidates(self) -> Iterator[Candidate]:
@@ -686,6 +685,10 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     if operator == "Exists":
         return True
     return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def taint_blocks(device: Device, request: Request) -> bool:
+    return _taint_prevents(device, request)
 
 
 def _kobj(claim: Claim) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -95,6 +96,14 @@ def _compile(expression: str, consumable_capacity: bool) -> tuple[Any, tuple[str
     return program, domains
 
 
+def compile_error(expression: str, *, consumable_capacity: bool) -> str | None:
+    try:
+        _compile(expression, consumable_capacity)
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
 def evaluate(expression: str, *, driver: str, attributes: dict[str, dict[str, Any]],
              capacity: dict[str, dict[str, int]], allow_multiple: bool = False,
              consumable_capacity: bool = False) -> Outcome:
@@ -128,3 +137,7 @@ def _go_wording(text: str) -> str:
     if match:
         return f"no such key: {match.group(1)}"
     return re.sub(r"^[A-Z_]+: ", "", text)
+
+
+def as_fraction(milli: int) -> Fraction:
+    return Fraction(milli, 1000)
