@@ -12,9 +12,10 @@ callers refuse the document unless they were told to allow loss.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from draguard.schema.model.diff import Change, diff
 from draguard.schema.model.fieldmap import (
     ORDER_ANNOTATION,
     PARALLEL_KEY,
@@ -57,8 +58,21 @@ class Conversion:
     """The converted document (None when the input is not a DRA claim or template)."""
 
     document: dict[str, Any] | None
+    source_shape: str | None
     target: str
     losses: tuple[Loss, ...] = ()
+    source: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """What the conversion changed, by field.
+
+        Computed on request from the (unmutated) source: the diff costs a quarter of a
+        conversion and most callers never ask for it.
+        """
+        if self.document is None:
+            return ()
+        return tuple(diff(self.source, self.document))
 
     @property
     def is_dra(self) -> bool:
@@ -77,12 +91,12 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
         )
     doc_type = identify(obj)
     if doc_type is None:
-        return Conversion(None, target)
+        return Conversion(None, None, target)
     if target in LAYOUT_TARGETS:
         document, losses = _convert_layout(obj, doc_type, target, options)
     else:
         document, losses = _convert_version(obj, doc_type, target, options)
-    return Conversion(document, target, tuple(losses))
+    return Conversion(document, doc_type.shape, target, tuple(losses), obj)
 
 
 def _convert_layout(

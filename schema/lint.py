@@ -49,7 +49,6 @@ Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
 _BATCH = 64
-_WHOLE = FieldPath()  # the document itself: an object that is not a list item
 
 
 class WorkerDied(RuntimeError):
@@ -67,7 +66,7 @@ class _Located:
         self._pending = parsed.positions is None and chunk.format == "json"
         self._walk = self._root.walk if isinstance(self._root, Lines) else None
 
-    def place(self, candidates: Sequence[FieldPath]) -> tuple[int, int]:
+    def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
         if self._pending:
             self._root = positions(self.chunk)
             self._pending = False
@@ -76,12 +75,12 @@ class _Located:
         if walk is not None and len(candidates) == 1:
             # Nearly every finding: `locate` without its loop and Position, which for a
             # lone candidate places it at the deepest node found either way.
-            _, line, column = walk(candidates[0].parts)
+            _, line, column = walk(candidates[0])
             return self.chunk.line + line + 1, column + 1
         position = locate(self.chunk, self._root, candidates)
         return position.line, position.column
 
-    def start(self, prefix: FieldPath) -> int:
+    def start(self, prefix: tuple[Segment, ...]) -> int:
         """The line where the object starts (a JSON document's first line, unread)."""
         if self._pending:
             return self.chunk.line + 1
@@ -125,9 +124,9 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
     located = _Located(chunk, parsed)
     items = _list_items(value)
     if items is None:
-        return [_check_object(located, value, _WHOLE, None, options, validate)]
+        return [_check_object(located, value, (), None, options, validate)]
     return [
-        _check_object(located, item, _WHOLE.child("items").index(j), j, options, validate)
+        _check_object(located, item, ("items", j), j, options, validate)
         for j, item in enumerate(items)
     ]
 
@@ -173,7 +172,7 @@ def _list_items(value: Any) -> list[Any] | None:
 
 
 def _check_object(
-    located: _Located, obj: Any, prefix: FieldPath, item: int | None,
+    located: _Located, obj: Any, prefix: tuple[Segment, ...], item: int | None,
     options: Options, validate: Validator,
 ) -> DocumentResult:
     chunk = located.chunk
@@ -211,24 +210,19 @@ def _check_object(
 
 
 def candidate_paths(
-    path: FieldPath, shape: str | None, prefix: FieldPath | None = None
-) -> list[FieldPath]:
+    path: FieldPath, shape: str | None, prefix: tuple[Segment, ...] = ()
+) -> list[tuple[Segment, ...]]:
     """The node paths in the user's document that a rule path may stand for, best first."""
     parts = path.parts
     flat = shape == "v1beta1" and "exactly" in parts
     if not flat and parts[-1:] != ("adminAccess",):  # nearly every path: itself only
-        return [_under(prefix, parts) if prefix else path]
+        return [prefix + parts]
     out: list[tuple[Segment, ...]] = []
     if flat:
         out.append(_flatten_exactly(parts))
     out.append(parts)
     out.extend(_admin_access_variants(parts))
-    return [_under(prefix, p) for p in dict.fromkeys(out)]
-
-
-def _under(prefix: FieldPath | None, parts: tuple[Segment, ...]) -> FieldPath:
-    """`parts` below `prefix`, a list item's place in its document (None: the document)."""
-    return FieldPath(prefix.parts + parts if prefix else parts)
+    return [prefix + p for p in dict.fromkeys(out)]
 
 
 def _flatten_exactly(parts: tuple[Segment, ...]) -> tuple[Segment, ...]:
@@ -263,7 +257,7 @@ def _broken(chunk: Chunk, problem: SyntaxProblem) -> DocumentResult:
 
 
 def _crashed(
-    located: _Located, obj: dict[Any, Any], prefix: FieldPath, item: int | None,
+    located: _Located, obj: dict[Any, Any], prefix: tuple[Segment, ...], item: int | None,
     exc: Exception,
 ) -> DocumentResult:
     chunk = located.chunk
@@ -381,7 +375,7 @@ def cross_check(
                   if a.code not in ignored]
         if advice:
             warnings = tuple(
-                LintWarning(a.path, a.code, a.message, *located.place([_under(prefix, a.path.parts)]))
+                LintWarning(a.path, a.code, a.message, *located.place([prefix + a.path.parts]))
                 for a in advice
             )
             out[k] = out[k]._replace(warnings=warnings, skipped=False, skip_reason="")
@@ -400,7 +394,7 @@ def _may_name_claims(text: str) -> bool:
     return "resourceClaims" in text or "\\" in text
 
 
-def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, FieldPath, Any]]:
+def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment, ...], Any]]:
     """Each object of a document that parses, with its place (as `check_chunk` sees them)."""
     parsed = parse(chunk)
     if isinstance(parsed, SyntaxProblem):
@@ -408,10 +402,10 @@ def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, FieldPath, An
     located = _Located(chunk, parsed)
     items = _list_items(parsed.value)
     if items is None:
-        yield located, None, _WHOLE, parsed.value
+        yield located, None, (), parsed.value
     else:
         for j, item in enumerate(items):
-            yield located, j, _WHOLE.child("items").index(j), item
+            yield located, j, ("items", j), item
 
 
 _worker: tuple[Options, Validator] | None = None

@@ -36,6 +36,7 @@ class ReleaseView:
     errors: tuple[FieldError, ...]
     explanation: str
     if_enabled: ReleaseView | None = None
+    has_version: bool = True
     notes: tuple[str, ...] = ()  # known bugs of this release that the document runs into
 
     @property
@@ -75,6 +76,7 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
             "rejected",
             (),
             f"{explanation}; and {words}" if words else explanation,
+            has_version=False,
         )
     enabled = _enabled_view(obj, release)
     if release.serves_by_default(version):

@@ -12,7 +12,10 @@ what was dropped. Exit codes (`contract.md` §4): 0, 1 something not representab
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -22,7 +25,7 @@ from typing import Any
 from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
-from draguard.schema.cli.frame import parse_with_release, quiet
+from draguard.schema.cli.frame import parse_with_release
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE
@@ -98,8 +101,17 @@ def main(argv: Sequence[str]) -> int:
         _emit(results, in_place=args.in_place)
         sys.stdout.flush()
     except BrokenPipeError:
-        quiet()
+        quiet_stdout()
     return status
+
+
+def quiet_stdout() -> None:
+    """The reader went away (`draguard convert … | head`): stop quietly, exit code kept.
+
+    stdout is pointed at /dev/null so that Python's flush at exit does not complain.
+    """
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def convert_file(

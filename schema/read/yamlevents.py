@@ -68,6 +68,11 @@ class _Fallback(Exception):
     """The document uses YAML beyond JSON's data model: let PyYAML build it."""
 
 
+def load_text(text: str) -> Any:
+    """The value of a single-document YAML text, as `yaml.load(text, TextLoader)` gives it."""
+    return load_with_positions(text)[0]
+
+
 def load_with_positions(text: str) -> tuple[Any, Positions | None]:
     """The value and where each of its nodes starts (None when PyYAML had to build it)."""
     try:

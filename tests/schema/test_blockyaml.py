@@ -234,7 +234,7 @@ def assert_head_agrees(text: str) -> bool:
     head = blockyaml.peek(text, _any_kind)
     if head is None:
         return False
-    value = yamlevents.load_with_positions(text)[0]
+    value = yamlevents.load_text(text)
     assert isinstance(value, dict)
     meta = value.get("metadata")
     meta = meta if isinstance(meta, dict) else {}

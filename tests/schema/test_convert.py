@@ -150,6 +150,15 @@ def test_losses_say_why() -> None:
     assert str(dropped.path) == "spec.devices.requests[0].exactly.adminAccess"
 
 
+def test_changes_name_every_moved_field() -> None:
+    """`changes` lists the fields a conversion moved, added or removed."""
+    conversion = convert_document(claim("v1", [NIC]), "v1beta1")
+    changed = {str(c.path) for c in conversion.changes}
+    assert "apiVersion" in changed
+    assert "spec.devices.requests[0].exactly" in changed
+    assert "spec.devices.requests[0].deviceClassName" in changed
+
+
 def test_parallel_records_the_order_as_compact_json() -> None:
     """nested → parallel writes `draguard.io/request-order` as a compact JSON list of names."""
     out = convert_document(claim("v1", [GPU, NIC]), "parallel").document

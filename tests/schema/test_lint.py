@@ -11,6 +11,7 @@ import pytest
 
 from draguard.schema import lint
 from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.read.sources import Source, split_documents
 from draguard.schema.report import DocumentResult
 
@@ -159,7 +160,7 @@ def test_admin_access_quirk_path_is_found(
 def test_candidate_paths(path: str, shape: str, expected: list[str]) -> None:
     """Rule paths map to the user's document paths to try, best first."""
     got = lint.candidate_paths(fakes.parse_path(path), shape)
-    assert [str(p) for p in got] == expected
+    assert [str(FieldPath(p)) for p in got] == expected
 
 
 def test_required_field_points_at_nearest_parent() -> None:
