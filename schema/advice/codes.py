@@ -17,6 +17,8 @@ from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 
 IGNORE_ANNOTATION = "draguard.io/ignore"
+# The codes that annotation cannot silence (see their comment in CODES).
+UNSILENCEABLE = frozenset(("failure-open-error", "failure-open-timeout"))
 
 CODES = (
     "config-names-parent",
@@ -38,11 +40,6 @@ CODES = (
     "skew-capacity",
     "skew-subrequest-results",
     "skew-distinct-attribute",
-    # The operator's mutation policy (policy/): what it did or could not do.
-    "policy-not-expanded",
-    "policy-expanded",
-    "policy-alternatives-trimmed",
-    "policy-config-not-rewritten",
     # The admission webhook about the review itself (webhook/review.py), at no field path.
     # `not-checked`: the rule set skipped the object (a kind or version it does not know);
     # the object's author may silence it like any other code.
@@ -53,9 +50,12 @@ CODES = (
     # object may be the very cause of the error or the timeout).
     "failure-open-error",
     "failure-open-timeout",
+    # The operator's mutation policy (policy/): what it did or could not do.
+    "policy-not-expanded",
+    "policy-expanded",
+    "policy-alternatives-trimmed",
+    "policy-config-not-rewritten",
 )
-# The codes the object's `draguard.io/ignore` annotation cannot silence (see above).
-UNSILENCEABLE = frozenset(("failure-open-error", "failure-open-timeout"))
 
 
 @dataclass(frozen=True, slots=True)
