@@ -62,7 +62,9 @@ def test_help_with_stdout_closed_exits_0_quietly(args: list[str]) -> None:
     pytest.param(["lint", CASES], 1, id="lint-keeps-its-findings-status"),
     pytest.param(["convert", "--to", "v1", CASES], 1, id="convert-keeps-its-refusals-status"),
     pytest.param(["skew", CASES], 1, id="skew"),
+    pytest.param(["lint", "-o", "sarif", CASES], 1, id="lint-sarif"),
     pytest.param(["schema"], 141, id="schema-stopped-part-way"),
+    pytest.param(["deploy", "render"], 141, id="deploy-stopped-part-way"),
 ])
 def test_large_output_into_a_closed_pipe_gives_no_traceback(args: list[str], status: int) -> None:
     """Pages of output into a closed pipe: no traceback, and the exit code says what happened."""
