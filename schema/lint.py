@@ -77,7 +77,8 @@ class _Located:
             # lone candidate places it at the deepest node found either way.
             _, line, column = walk(candidates[0])
             return self.chunk.line + line + 1, column + 1
-        position = locate(self.chunk, self._root, candidates)
+        # Paths cross into read.sources as FieldPaths; lint's own are tuples (cheaper).
+        position = locate(self.chunk, self._root, [FieldPath(c) for c in candidates])
         return position.line, position.column
 
     def start(self, prefix: tuple[Segment, ...]) -> int:

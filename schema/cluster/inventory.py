@@ -29,6 +29,7 @@ from draguard.schema.cluster.objects import (
     read_slice,
 )
 from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import identify
 from draguard.schema.read.sources import (
@@ -142,7 +143,7 @@ class _Place:
         return Origin(self.chunk.file, self.finding(()).line)
 
     def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
-        where = locate(self.chunk, self.parsed.positions, [(*self.prefix, *path)])
+        where = locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])
         return Finding(self.chunk.file, where.line, where.column, message)
 
 
