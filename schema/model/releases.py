@@ -34,16 +34,16 @@ DEVICE_ATTRIBUTES_MAX = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 
 
 class _Since:
-    """A release fact that holds from one minor version on (`until=True`: up to it, exclusive).
+    """A release fact that holds from one minor version on.
 
     A descriptor rather than one property per fact, so the facts read as the table they are.
     """
 
-    def __init__(self, minor: int, *, until: bool = False) -> None:
-        self.minor, self.until = minor, until
+    def __init__(self, minor: int) -> None:
+        self.minor = minor
 
     def __get__(self, release: Release, owner: object = None) -> bool:
-        return (release.minor < self.minor) if self.until else (release.minor >= self.minor)
+        return release.minor >= self.minor
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +107,21 @@ class Release:
         """Beta APIs are off by default; only v1 (1.34+) is served out of the box."""
         return version == "v1" and self.has_api_version(version)
 
-    # §3.9 validation generations. 1.35+: TooMany on a list stops validation of its items
-    # (rule 3, 5, 8, 14, 17); before 1.35 duplicates were reported at `[i].name`, from 1.35
-    # at `[i]` (rule 4, 9); 1.35+ qualified-name messages (rule 20), older ones use
-    # Required/"must include a domain".
-    short_circuit_too_many = _Since(35)
-    duplicate_at_name = _Since(35, until=True)
-    new_qualified_name_messages = _Since(35)
+    # §3.9 validation generations.
+    @property
+    def short_circuit_too_many(self) -> bool:
+        """1.35+: TooMany on a list stops validation of its items (rule 3, 5, 8, 14, 17)."""
+        return self.minor >= 35
+
+    @property
+    def duplicate_at_name(self) -> bool:
+        """Before 1.35 duplicates were reported at `[i].name`, from 1.35 at `[i]` (rule 4, 9)."""
+        return self.minor < 35
+
+    @property
+    def new_qualified_name_messages(self) -> bool:
+        """1.35+ qualified-name messages (rule 20); older ones use Required/"must include a domain"."""
+        return self.minor >= 35
 
     @property
     def rejects_extra_slashes(self) -> bool:
