@@ -42,6 +42,7 @@ from draguard.schema.model.fieldmap import (
     spec_v1beta1_to_hub,
 )
 from draguard.schema.model.fieldmap import PARALLEL_KEY as _PARALLEL
+from draguard.schema.model.formats import DNS1123_LABEL_MAX
 from draguard.schema.model.gates import drop_disabled_fields
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.paths import FieldPath
@@ -269,6 +270,10 @@ class _SpecMemo:
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),
         )
+        # Remembering holds the Options, and with it the request's namespace: a client's
+        # namespace may be megabytes long, real ones are DNS labels (issue 15 §3).
+        if len(options.default_namespace or "") > DNS1123_LABEL_MAX:
+            return key
         if len(self._options_keys) >= self.MAX_ENTRIES:
             self._options_keys = {}
         self._options_keys[id(options)] = (options, key)
