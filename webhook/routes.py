@@ -32,7 +32,7 @@ from draguard.webhook.review import (
     clip,
     parse_review,
 )
-from draguard.webhook.serving.deadline import Runner
+from draguard.webhook.serving.deadline import HEAVY_BODY_BYTES, Runner
 from draguard.webhook.serving.decisionlog import log_line
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.tls import ContextCache
@@ -178,7 +178,7 @@ def judge(
     except BadReview as exc:
         _count(state, endpoint, "bad_request", started)
         return 400, error_body(400, str(exc))
-    result = _answer_in_time(state, endpoint, review)
+    result = _answer_in_time(state, endpoint, review, heavy=len(body) > HEAVY_BODY_BYTES)
     seconds = time.perf_counter() - started
     state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
                           operation=review.operation, decision=result.decision,
@@ -187,12 +187,13 @@ def judge(
     return 200, encode_answer(result.document)
 
 
-def _answer_in_time(state: WebhookState, endpoint: str, review: Review) -> Answer:
+def _answer_in_time(state: WebhookState, endpoint: str, review: Review, *,
+                    heavy: bool) -> Answer:
     """The review judged on the runner's threads within the deadline, else per failure mode."""
     answer, rules, mode = ANSWERERS[endpoint], state.rules, state.config.failure_mode
     budget = state.config.review_timeout
     done, result = state.runner.run(lambda: answer(review, rules=rules, failure_mode=mode),
-                                    budget)
+                                    budget, heavy=heavy)
     if done and result is not None:
         _log_internal_error(review, result)
         return result
