@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from draguard.schema.cel.cost import COST_LIMIT, estimate_max_cost
 from draguard.schema.cel.depth import nesting_depth
@@ -112,6 +112,29 @@ def cache_info() -> CacheInfo:
 
 def clear_cache() -> None:
     _VERDICTS.clear()
+
+
+def uncached_chars(document: Any, *, consumable_capacity: bool, limit: int) -> int:
+    """Characters of the CEL expressions in `document` with no cached verdict, counted
+    until they pass `limit`: how much compiling judging it would take (issue 15 §2).
+
+    Every string under a key `expression`, wherever it sits (claims, templates, every
+    version): a cheap over-estimate that needs no knowledge of the shapes.
+    """
+    total = 0
+    pending = [document]
+    while pending and total <= limit:
+        item = pending.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key == "expression" and isinstance(value, str):
+                    if (value, consumable_capacity) not in _VERDICTS:
+                        total += len(value)
+                elif isinstance(value, dict | list):
+                    pending.append(value)
+        elif isinstance(item, list):
+            pending.extend(value for value in item if isinstance(value, dict | list))
+    return total
 
 
 _VERDICTS: ByteBudgetCache[tuple[str, bool], SelectorVerdict] = ByteBudgetCache(

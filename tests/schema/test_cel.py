@@ -376,3 +376,17 @@ def test_verdict_cache_stays_within_its_byte_budget(expressions: list[str]) -> N
             check_selector(expression, PATH, release=NEWEST)
             assert small.info().bytes <= 20_000
         assert small.info().entries >= 1
+
+
+def test_uncached_chars_counts_only_expressions_not_yet_compiled() -> None:
+    """Every `expression` string anywhere counts until its verdict is cached."""
+    new, seen = _expensive(9101), 'device.driver == "counted.example.com"'
+    check_selector(seen, PATH, release=NEWEST)
+    flags = NEWEST.consumable_capacity
+    document = {"spec": {"devices": {"requests": [
+        {"exactly": {"selectors": [{"cel": {"expression": new}}, {"cel": {"expression": seen}}]}},
+        {"firstAvailable": [{"selectors": [{"cel": {"expression": new}}]}]}]}}}
+    assert check.uncached_chars(document, consumable_capacity=flags, limit=10**6) == 2 * len(new)
+    assert check.uncached_chars(document, consumable_capacity=flags, limit=10) == len(new)
+    check_selector(new, PATH, release=NEWEST)
+    assert check.uncached_chars(document, consumable_capacity=flags, limit=10**6) == 0

@@ -15,7 +15,12 @@ from draguard.schema.validate import Verdict, validate_object
 from draguard.webhook.app import create_app
 from draguard.webhook.config import Config, ConfigError, parse_config
 from draguard.webhook.review import RuleSet
-from draguard.webhook.serving.deadline import HEAVY_BODY_BYTES, HEAVY_NICE, ThreadRunner
+from draguard.webhook.serving.deadline import (
+    HEAVY_BODY_BYTES,
+    HEAVY_CEL_CHARS,
+    HEAVY_NICE,
+    ThreadRunner,
+)
 
 STOP_BOUND = 30.0  # only ends a loop that would otherwise hang the suite
 
@@ -176,3 +181,24 @@ def test_reviews_with_large_bodies_are_heavy() -> None:
         reply = client.post("/validate", data=body, content_type="application/json")
         assert reply.status_code == 200
     assert runner.heavy == [False, True]
+
+
+def test_reviews_with_much_new_cel_are_heavy_until_compiled() -> None:
+    """A small review with more uncompiled CEL than HEAVY_CEL_CHARS is heavy; once its
+    selectors are compiled (cached) the same review is light."""
+    app = create_app(Config(), tls=False)
+    runner = RecordingRunner()
+    app.extensions["draguard"].runner = runner
+    client = app.test_client()
+    doc = json.loads(admission("cel"))
+    expression = " || ".join(f'device.attributes["heavy.example.com"].a{j} == {j}'
+                             for j in range(60))
+    assert len(expression) > HEAVY_CEL_CHARS
+    doc["request"]["object"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"expression": expression}}]
+    body = json.dumps(doc).encode()
+    assert len(body) < HEAVY_BODY_BYTES
+    for _ in range(2):
+        reply = client.post("/validate", data=body, content_type="application/json")
+        assert reply.get_json()["response"]["allowed"] is True
+    assert runner.heavy == [True, False]

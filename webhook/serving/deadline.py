@@ -12,9 +12,10 @@ Heavy reviews, one at a time (issue 15 §2, bench/RESULTS.md): threads share the
 worker's GIL, so a few reviews burning CPU (a claim of hundreds of distinct 4 KB CEL
 selectors takes seconds) starve the worker's other requests, and the greenlets that
 read and write every connection with them. A review's work grows with its body, so a
-review whose body is larger than `HEAVY_BODY_BYTES` (ten times a large real claim;
-at most a fraction of a second of CPU below it) first waits for the worker's single
-heavy thread, within the same deadline: the worker's other threads stay free for the
+review whose body is larger than `HEAVY_BODY_BYTES` (ten times a large real claim), or
+that holds more than `HEAVY_CEL_CHARS` of CEL this worker has not compiled yet (the
+costliest part per byte), first waits for the worker's single heavy thread, within the
+same deadline: the worker's other threads stay free for the
 small reviews that make up the traffic, and heavy ones past the deadline are answered
 by the failure mode without running. The heavy thread has a lower CPU priority (a
 higher nice value), so that on busy cores the kernel runs the others first.
@@ -42,6 +43,7 @@ from typing import Generic, Protocol, TypeVar
 T = TypeVar("T")
 
 HEAVY_BODY_BYTES = 16 * 1024
+HEAVY_CEL_CHARS = 2048  # CEL not compiled yet in this worker: about 7 ms of CPU
 HEAVY_SLOTS = 1
 HEAVY_NICE = 10  # added to the heavy threads' nice value (at most 19)
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval)
