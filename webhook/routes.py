@@ -192,8 +192,7 @@ def _heavy(state: WebhookState, body: bytes, review: Review) -> bool:
     body, or more CEL to compile than `HEAVY_CEL_CHARS` (tens of ms of CPU) not cached yet."""
     if len(body) > HEAVY_BODY_BYTES:
         return True
-    if b'"expression"' not in body:
-        return False
+    # The parsed object, not the bytes: JSON may spell the key with escapes.
     from draguard.schema.cel.check import uncached_chars  # CEL loads with the first selector
 
     flags = state.rules.release.consumable_capacity

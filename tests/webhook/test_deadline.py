@@ -202,3 +202,19 @@ def test_reviews_with_much_new_cel_are_heavy_until_compiled() -> None:
         reply = client.post("/validate", data=body, content_type="application/json")
         assert reply.get_json()["response"]["allowed"] is True
     assert runner.heavy == [True, False]
+
+
+def test_escaped_expression_keys_still_count() -> None:
+    """A key spelled with JSON escapes is the same key: its CEL still makes the review heavy."""
+    app = create_app(Config(), tls=False)
+    runner = RecordingRunner()
+    app.extensions["draguard"].runner = runner
+    doc = json.loads(admission("escaped"))
+    expression = " || ".join(f'device.attributes["escaped.example.com"].a{j} == {j}'
+                             for j in range(60))
+    doc["request"]["object"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"EXPRESSION_KEY": expression}}]
+    body = json.dumps(doc).encode().replace(b"EXPRESSION_KEY", b"\\u0065xpression")
+    reply = app.test_client().post("/validate", data=body, content_type="application/json")
+    assert reply.status_code == 200
+    assert runner.heavy == [True]
