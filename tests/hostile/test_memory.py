@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from draguard.webhook.serving.deadline import HEAVY_NICE
+
 from .conftest import ROOT, is_admission_review, review, start_server
 from .test_slow_clients import expensive_claim
 
@@ -97,3 +99,24 @@ def test_workers_stay_within_the_memory_limit(server: Any) -> None:
     report = json.dumps({str(pid): f"{size / MIB:.0f} MiB" for pid, size in sizes.items()})
     assert all(size < MARGIN * limit / WORKERS for size in sizes.values()), report
     assert total < limit, f"{total / MIB:.0f} MiB in all, {report}"
+
+
+def nice_values(pid: int) -> list[int]:
+    """The nice value of each thread of `pid` (field 19 of /proc/PID/task/TID/stat)."""
+    values = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        values.append(int(fields[16]))  # fields after the command name start at field 3
+    return values
+
+
+def test_heavy_reviews_run_on_a_lower_priority_thread(server: Any) -> None:
+    """After a large review, the worker that judged it has a thread with a higher nice value."""
+    api = server.client()
+    reply = api.review(review(large_claim(10_000, 32, 7_000), uid="nice"))
+    assert reply.status == 200 and is_admission_review(reply.body, "nice")
+    api.close()
+    base = max(nice_values(server.process.pid))
+    lowered = [pid for pid in workers_of(server.process.pid)
+               if min(19, base + HEAVY_NICE) in nice_values(pid)]
+    assert lowered
