@@ -64,6 +64,8 @@ class Config:
     review_timeout: float = REVIEW_TIMEOUT
     read_timeout: float = READ_TIMEOUT
     client_ca: Path | None = None
+    metrics_port: int | None = None  # plain HTTP for /metrics and probes (probeport.py)
+    metrics_host: str | None = None  # default: `host`
     # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
     extra: Mapping[str, object] = field(default_factory=dict)
 
@@ -120,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--namespace", help=f"service namespace in the certificate (default {DEFAULT_NAMESPACE})")
     add("--metrics-dir", help="prometheus multiprocess folder (default: a fresh temporary one)")
     add("--log-level", help="gunicorn log level (default info)")
+    add("--metrics-port", type=int, help="also serve /metrics, /healthz and /readyz over plain "
+        "HTTP on this port (for Prometheus and kubelet probes; default: off)")
+    add("--metrics-host", help="address for --metrics-port (default: --host)")
     return parser
 
 
@@ -162,7 +167,18 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         review_timeout=_seconds(pick("review-timeout"), REVIEW_TIMEOUT, "review timeout"),
         read_timeout=_seconds(pick("read-timeout"), READ_TIMEOUT, "read timeout"),
         client_ca=Path(client_ca) if client_ca else None,
+        metrics_port=_metrics_port(pick("metrics-port"), pick("port")),
+        metrics_host=pick("metrics-host"),
     )
+
+
+def _metrics_port(text: str | None, serving: str | None) -> int | None:
+    if text is None:
+        return None
+    port = _positive(text, 0, "port")
+    if port == _positive(serving, DEFAULT_PORT, "port"):
+        raise ConfigError(f"--metrics-port must differ from --port ({port})")
+    return port
 
 
 def _positive(text: str | None, default: int, name: str) -> int:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 from draguard.schema.advice.codes import Advice, ignored_codes
+from draguard.schema.model.bounded import ByteBudgetCache, text_bytes
 from draguard.schema.model.errors import FieldError, aggregate_message, go_quote
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
@@ -101,7 +102,13 @@ class MutationLike(Protocol):
 
 
 Mutator = Callable[[dict[str, Any], Options], MutationLike]
-_MAX_NAMESPACES = 4096
+# Byte budgets of the caches here (issue 15 §3): namespaces come from clients, any length.
+OPTIONS_CACHE_BYTES = 1024 * 1024
+_OPTIONS_BYTES = 400  # an Options object beside its namespace text
+# Rendered warnings are kept beside their spec's verdict (in the rule set's memo, at most
+# `_SpecMemo.MAX_ENTRIES` of them) only up to this size: at most 4 MiB in all; larger
+# ones (up to 4,096 characters) are rendered again when asked.
+WARNINGS_CACHE_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +119,11 @@ class RuleSet:
     create: Callable[..., Verdict] = validate_object
     update: Callable[..., Verdict] = validate_update
     mutator: Mutator | None = field(default=None)
-    # Options are immutable and differ only by namespace: one per namespace seen, up to
-    # a bound (then forgotten at once; plain dict operations, safe across threads).
-    _options: dict[str | None, Options] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
+    # Options are immutable and differ only by namespace: one per namespace seen, the
+    # least recently used forgotten beyond a byte budget.
+    _options: ByteBudgetCache[str | None, Options] = field(
+        default_factory=lambda: ByteBudgetCache(OPTIONS_CACHE_BYTES), init=False, repr=False,
+        compare=False)
 
     def options(self, review: Review) -> Options:
         options = self._options.get(review.namespace)
@@ -123,9 +131,8 @@ class RuleSet:
             # contract §4 / issue 4: a missing metadata.namespace is filled from the request.
             options = Options(release=self.release, default_namespace=review.namespace,
                               remember_specs=True)
-            if len(self._options) >= _MAX_NAMESPACES:
-                self._options.clear()
-            self._options[review.namespace] = options
+            self._options.put(review.namespace, options,
+                              text_bytes(review.namespace or "") + _OPTIONS_BYTES)
         return options
 
 
@@ -282,7 +289,8 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
     cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
     if cached is None:
         cached = tuple(limit_warnings(render_advice(item) for item in verdict.warnings))
-        verdict.derived[_WARNINGS] = cached
+        if text_bytes(*cached) <= WARNINGS_CACHE_MAX:
+            verdict.derived[_WARNINGS] = cached
     return cached  # `_response` copies it into the answer
 
 

@@ -55,6 +55,9 @@ NO_ATTRIBUTE = (
     "but multiple fields are set"
 )
 PASSING_CACHE_SIZE = 4096
+# Passing expressions are up to 2,560 characters (`selector_passes`): bounded in
+# characters too (issue 15 §3), so long ones cannot make the set tens of MB.
+PASSING_CACHE_CHARS = 1024 * 1024
 ALLOCATION_MODES = ("All", "ExactCount")
 OPERATORS = ("Equal", "Exists")
 
@@ -92,6 +95,7 @@ class Rules:
         # Expressions known to compile cleanly in this release: a set lookup is several
         # times cheaper than the call into the CEL cache, and selectors repeat a lot.
         self._passing: set[str] = set()
+        self._passing_chars = 0
         # Attribute names whose check found nothing: the same few names (a driver's
         # `numa`, `pcieRoot`) come back claim after claim, so each is checked once.
         self._clean_attribute_names: set[str] = set()
@@ -230,9 +234,12 @@ class Rules:
         from draguard.schema.cel.check import check_selector, selector_passes
 
         if selector_passes(expression, release=self.release):
-            if len(passing) >= PASSING_CACHE_SIZE:
+            if (len(passing) >= PASSING_CACHE_SIZE
+                    or self._passing_chars + len(expression) > PASSING_CACHE_CHARS):
                 passing.clear()
+                self._passing_chars = 0
             passing.add(expression)
+            self._passing_chars += len(expression)
             return
         at = FieldPath((*path, "cel", "expression"))
         yield from check_selector(expression, at, release=self.release)

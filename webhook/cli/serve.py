@@ -13,6 +13,7 @@ sends an example AdmissionReview. The bundle itself is printed only on request
                    [--review-timeout S] [--read-timeout S]
                    [--workers N] [--threads N] [--keepalive SECONDS]
                    [--metrics-dir DIR] [--log-level LEVEL]
+                   [--metrics-port PORT [--metrics-host ADDR]]
 """
 
 from __future__ import annotations
