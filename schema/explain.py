@@ -43,12 +43,13 @@ from draguard.schema.cluster.pools import (
 from draguard.schema.cluster.quota import QuotaVerdict, check_quotas
 from draguard.schema.model.releases import Release
 
-# Upstream's scoring: per firstAvailable request, the first alternative scores 8, the
-# next 7, … (at most 8 subrequests, so never below 1), summed per node; then
-# NormalizeScore: 100 × raw / max. As the plugin's code does it, not as the KEP says
-# (issue 19; the plugin source was not at hand, the rule is the issue's reading of it).
-TOP_ALTERNATIVE_SCORE = 8
-MAX_NODE_SCORE = 100
+# Upstream's scoring (kubernetes pkg/scheduler/framework/plugins/dynamicresources/
+# dynamicresources.go, `computeScore`): a subrequest at index i that some result names
+# scores FirstAvailableDeviceRequestMaxSize - i, i.e. 8 for the first alternative down
+# to 1. `NormalizeScore` is `helper.DefaultNormalizeScore(MaxNodeScore, false, ...)`:
+# MaxNodeScore × raw / max with integer division, all left at 0 when max is 0.
+FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+MAX_NODE_SCORE = 100  # framework.MaxNodeScore
 _TOGETHER = "fits alone, but not together with the Pod's other requests and constraints"
 
 
@@ -211,11 +212,14 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
         if isinstance(node_outcome, str):
             return PodOutcome(unit.namespace, unit.name, node_outcome)
         outcome.nodes.append(node_outcome)
-    _score(outcome, features, pending)
-    if _crashes(release, patch, pending, done, outcome):
+    if _score_fails(release, patch, pending, done, outcome):
+        # Upstream's event for the Pod, which stays Pending (kubernetes#139016).
         return PodOutcome(unit.namespace, unit.name,
-                          "the scheduler panics in Score for a Pod with both allocated and "
-                          f"unallocated claims (upstream bug in {release.name}.{patch})")
+                          'running Score plugins: plugin "DynamicResources" failed with: number '
+                          f"of allocations {len(pending)} is smaller than number of claims "
+                          f"(upstream bug in {release.name}.{patch}, fixed in "
+                          f"{release.name}.{6 if release.minor == 35 else 2})")
+    _score(outcome, features, unit.claims, pending)
     return outcome
 
 
@@ -240,8 +244,8 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
         return result.message
     reasons = _Reasons(shape_id, memo.reasons) if shape is not None else None
     claims = [_claim_outcome(allocator, ci, claim, result, reasons) for ci, claim in enumerate(pending)]
-    claims += [ClaimOutcome(c.name, [Result("", *key, admin) for key, admin in c.allocated or ()])
-               for c in done]
+    claims += [ClaimOutcome(c.name, [Result(r.request, *r.key, r.admin_access)
+                                     for r in c.allocated or ()]) for c in done]
     order = {c.name: i for i, c in enumerate(unit.claims)}
     claims.sort(key=lambda c: order.get(c.name, 0))
     if isinstance(result, Unfit):
@@ -359,26 +363,55 @@ def _first_reason(claims: list[ClaimOutcome]) -> str | None:
     return None
 
 
-def _score(outcome: PodOutcome, features: Features, pending: list[Claim]) -> None:
-    """Upstream's Score and NormalizeScore; none before 1.35 or with < 2 feasible nodes."""
+def _score(outcome: PodOutcome, features: Features, claims: list[Claim],
+           pending: list[Claim]) -> None:
+    """Upstream's `Score` and `NormalizeScore`; none before 1.35 or with < 2 feasible nodes.
+
+    The scheduler skips scoring when one node is feasible (`schedulePod`). `Score` is 0
+    on every node when the Pod has no claim to allocate (no allocation was kept for
+    the node in Filter). Otherwise `computeScore` walks every claim of the Pod in its
+    order: an allocated claim's results are its `status.allocation` (since #139017),
+    the others' the allocation Filter found on the node.
+    """
     feasible = [n for n in outcome.nodes if n.feasible]
     if not features.scoring or len(feasible) < 2:
         return
     for node in feasible:
-        raw = 0
-        for claim in node.claims:
-            for alternative in claim.alternatives:
-                if alternative.chosen is not None:
-                    raw += TOP_ALTERNATIVE_SCORE - len(alternative.rejected)
-        node.raw_score = raw
+        node.raw_score = _raw_score(node, claims) if pending else 0
     best = max(n.raw_score or 0 for n in feasible)
     for node in feasible:
+        # DefaultNormalizeScore: scores stay as they are (all 0) when the best is 0.
         node.score = (node.raw_score or 0) * MAX_NODE_SCORE // best if best else 0
 
 
-def _crashes(release: Release, patch: int | None, pending: list[Claim], done: list[Claim],
-             outcome: PodOutcome) -> bool:
-    """1.35.0–1.35.5 and 1.36.0–1.36.1 panic scoring a Pod with mixed claims (issue 19)."""
+def _raw_score(node: NodeOutcome, claims: list[Claim]) -> int:
+    """Upstream `computeScore` for one node."""
+    results = {c.name: c.results or [] for c in node.claims}
+    score = 0
+    for claim in claims:
+        # Only subrequest references (`req/sub`) count; a set, so a subrequest given
+        # several devices counts once.
+        taken = {r.request for r in results.get(claim.name, ()) if "/" in r.request}
+        for raw in claim.devices.get("requests") or []:
+            if not raw.get("firstAvailable"):
+                continue  # `exactly` requests do not score
+            name = str(raw.get("name", ""))
+            for index, sub in enumerate(raw["firstAvailable"]):
+                if f"{name}/{sub.get('name', '')}" in taken:
+                    score += FIRST_AVAILABLE_MAX_SIZE - index
+    return score
+
+
+def _score_fails(release: Release, patch: int | None, pending: list[Claim], done: list[Claim],
+                 outcome: PodOutcome) -> bool:
+    """1.35.0–1.35.5 and 1.36.0–1.36.1: Score fails for a Pod with mixed claims.
+
+    Before #139017 (cherry-picked as #139362 for 1.35.6 and #139363 for 1.36.2),
+    `computeScore` indexed the allocations found in Filter (one per unallocated
+    claim) with the index over all the Pod's claims, and returned an error once that
+    index passed their number, which it always does when some claim is allocated.
+    Score runs only with two or more feasible nodes.
+    """
     if patch is None or not pending or not done or sum(n.feasible for n in outcome.nodes) < 2:
         return False
     return (release.minor == 35 and patch <= 5) or (release.minor == 36 and patch <= 1)

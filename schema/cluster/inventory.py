@@ -48,6 +48,15 @@ DeviceKey = tuple[str, str, str]  # driver, pool, device
 
 
 @dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    """One `status.allocation.devices.results[]` entry of an allocated claim."""
+
+    key: DeviceKey
+    admin_access: bool
+    request: str  # `req` or `req/sub`: the scheduler's Score reads which subrequest
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """A problem with one input document, placed in its file (1-based line and column)."""
 
@@ -67,7 +76,7 @@ class Claim:
     namespace: str
     name: str
     devices: dict[str, Any]  # spec.devices, hub shape, defaulted
-    allocated: list[tuple[DeviceKey, bool]] | None  # results (device, adminAccess); None: not allocated
+    allocated: list[AllocatedDevice] | None  # status.allocation's results; None: not allocated
     node_selector: NodeSelector | None = None  # status.allocation.nodeSelector
     origin: Origin = NOWHERE
     parsed: Any = None  # the allocator's reading of `devices`, made once (allocator.py)
@@ -91,8 +100,8 @@ class Inventory:
         Upstream `structured/internal/allocatedstate.go`: results with adminAccess are
         skipped when gathering the allocated devices.
         """
-        return {key for claim in self.claims.values() for key, admin in claim.allocated or ()
-                if not admin}
+        return {result.key for claim in self.claims.values() for result in claim.allocated or ()
+                if not result.admin_access}
 
 
 def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default",
@@ -221,7 +230,8 @@ def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, releas
             if isinstance(result, dict):
                 key = (str(result.get("driver", "")), str(result.get("pool", "")),
                        str(result.get("device", "")))
-                claim.allocated.append((key, result.get("adminAccess") is True))
+                claim.allocated.append(AllocatedDevice(key, result.get("adminAccess") is True,
+                                                       str(result.get("request", ""))))
         if allocation.get("nodeSelector") is not None:
             claim.node_selector = read_node_selector(
                 allocation["nodeSelector"], ("status", "allocation", "nodeSelector"), problems)
