@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from draguard.schema.cluster.allocator import (
@@ -40,6 +41,7 @@ from draguard.schema.cluster.pools import (
     gather_pools,
     selector_matches,
 )
+from draguard.schema.cluster.quantity import format_quantity
 from draguard.schema.cluster.quota import QuotaVerdict, check_quotas
 from draguard.schema.model.releases import Release
 
@@ -139,10 +141,11 @@ def _explain(inventory: Inventory, *, release: Release, patch: int | None,
     nodes = _nodes(inventory)
     by_pool = SliceIndex(inventory.slices)
     cache = SelectorCache(features.consumable_capacity)
-    allocated = inventory.allocated_devices()
+    allocated = inventory.allocated_devices(consumable_capacity=features.consumable_capacity)
+    state = _State(allocated, inventory.shared_capacity() if features.consumable_capacity else {})
     pods: list[PodOutcome] = []
     for unit in _units(inventory):
-        outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, allocated,
+        outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, state,
                                 release=release, patch=patch)
         if inventory.quotas:
             # Only claims the Pod's creation makes (from templates) are charged; existing
@@ -155,6 +158,14 @@ def _explain(inventory: Inventory, *, release: Release, patch: int | None,
             outcome.nodes = [n for n in outcome.nodes if n.node == node_name]
         pods.append(outcome)
     return Explanation(release, patch, pods)
+
+
+@dataclass(slots=True)
+class _State:
+    """The cluster's allocated state: dedicated devices, and shares' capacity per device."""
+
+    devices: set[tuple[str, str, str]]
+    shared: dict[tuple[str, str, str], dict[str, Fraction]]
 
 
 @dataclass(slots=True)
@@ -198,7 +209,7 @@ def _units(inventory: Inventory) -> Iterator[_Unit]:
 
 def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
                   by_pool: SliceIndex, features: Features,
-                  cache: SelectorCache, allocated: set[tuple[str, str, str]], *,
+                  cache: SelectorCache, state: _State, *,
                   release: Release, patch: int | None) -> PodOutcome:
     outcome = PodOutcome(unit.namespace, unit.name, unit.error)
     if unit.error is not None:
@@ -208,7 +219,7 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
     memo = _Memo()
     for node in nodes:
         node_outcome = _explain_node(node, unit, pending, done, inventory, by_pool, features,
-                                     cache, allocated, memo)
+                                     cache, state, memo)
         if isinstance(node_outcome, str):
             return PodOutcome(unit.namespace, unit.name, node_outcome)
         outcome.nodes.append(node_outcome)
@@ -225,16 +236,16 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
 
 def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Claim],
                   inventory: Inventory, by_pool: SliceIndex,
-                  features: Features, cache: SelectorCache,
-                  allocated: set[tuple[str, str, str]],
+                  features: Features, cache: SelectorCache, state: _State,
                   memo: _Memo) -> NodeOutcome | str:
     for claim in done:
         if claim.node_selector is not None and not selector_matches(claim.node_selector, node):
             return NodeOutcome(node.name, False,
                                f"claim {claim.name} is allocated to devices {node.name} cannot reach")
     pools = gather_pools(by_pool, node, features)
-    allocator = Allocator(node, pending, pools, inventory.classes, allocated, features, cache)
-    shape = node_shape(pools, allocated, cache, features)
+    allocator = Allocator(node, pending, pools, inventory.classes, state.devices, features, cache,
+                          in_use=state.shared)
+    shape = node_shape(pools, state.devices, cache, features)
     shape_id = memo.shapes.setdefault(shape, len(memo.shapes)) if shape is not None else -1
     known = memo.solutions.get(shape_id)
     result = allocator.replay(known) if known is not None else allocator.allocate()
@@ -244,7 +255,8 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
         return result.message
     reasons = _Reasons(shape_id, memo.reasons) if shape is not None else None
     claims = [_claim_outcome(allocator, ci, claim, result, reasons) for ci, claim in enumerate(pending)]
-    claims += [ClaimOutcome(c.name, [Result(r.request, *r.key, r.admin_access)
+    claims += [ClaimOutcome(c.name, [Result(r.request, *r.key, r.admin_access,
+                                            r.share_id is not None, r.consumed or ())
                                      for r in c.allocated or ()]) for c in done]
     order = {c.name: i for i, c in enumerate(unit.claims)}
     claims.sort(key=lambda c: order.get(c.name, 0))
@@ -259,12 +271,12 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
     rank = 1 + sum(c_index for ch in result.chosen for c_index in ch.values())
     outcome = NodeOutcome(node.name, True, None, claims, rank=rank)
     outcome.order_note = _order_note(node, pending, pools, inventory, features, cache,
-                                     allocated, result)
+                                     state, result)
     return outcome
 
 
 def _order_note(node: Node, pending: list[Claim], pools: list[Pool], inventory: Inventory,
-                features: Features, cache: SelectorCache, allocated: set[tuple[str, str, str]],
+                features: Features, cache: SelectorCache, state: _State,
                 result: Allocated) -> str | None:
     """Before 1.36 pools came in Go map order: say when the reverse order answers otherwise.
 
@@ -276,8 +288,8 @@ def _order_note(node: Node, pending: list[Claim], pools: list[Pool], inventory: 
     usable = [p for p in pools if not (p.incomplete or p.invalid)]
     if features.sorted_pools or len(usable) < 2:
         return None
-    other = Allocator(node, pending, list(reversed(pools)), inventory.classes, allocated,
-                      features, cache).allocate()
+    other = Allocator(node, pending, list(reversed(pools)), inventory.classes, state.devices,
+                      features, cache, in_use=state.shared).allocate()
     if not isinstance(other, Allocated) or _same(other, result):
         return None
     devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for claim in other.results for r in claim)
@@ -454,6 +466,11 @@ def _result_json(result: Result) -> dict[str, Any]:
                            "pool": result.pool, "device": result.device}
     if result.admin_access:
         out["adminAccess"] = True
+    if result.shared:
+        # The scheduler gives each share a random shareID: which one cannot be foreseen.
+        out["shareID"] = "<generated>"
+    if result.consumed:
+        out["consumedCapacity"] = {name: format_quantity(v) for name, v in result.consumed}
     return out
 
 
@@ -531,6 +548,9 @@ def _detail_lines(pod: PodOutcome) -> list[str]:
             out.append(f"    claim {claim.name}")
             for result in claim.results or ():
                 admin = " (admin access)" if result.admin_access else ""
+                if result.shared:
+                    taken = ", ".join(f"{n} {format_quantity(v)}" for n, v in result.consumed)
+                    admin += f" (shared{', consumes ' + taken if taken else ''})"
                 out.append(f"      {result.request or '(allocated)'}: "
                            f"{result.driver}/{result.pool}/{result.device}{admin}")
             for alternative in claim.alternatives:

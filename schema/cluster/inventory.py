@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, BinaryIO
 
 from draguard.schema.cluster.objects import (
@@ -28,6 +29,7 @@ from draguard.schema.cluster.objects import (
     read_pod,
     read_slice,
 )
+from draguard.schema.cluster.quantity import parse_quantity
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import identify
@@ -54,6 +56,8 @@ class AllocatedDevice:
     key: DeviceKey
     admin_access: bool
     request: str  # `req` or `req/sub`: the scheduler's Score reads which subrequest
+    share_id: str | None = None  # a share of a device that allows multiple allocations
+    consumed: tuple[tuple[str, Fraction], ...] | None = None  # consumedCapacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +98,29 @@ class Inventory:
     findings: list[Finding] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
 
-    def allocated_devices(self) -> set[DeviceKey]:
+    def allocated_devices(self, *, consumable_capacity: bool = False) -> set[DeviceKey]:
         """Devices in use by allocated claims; admin-access results do not count.
 
-        Upstream `structured/internal/allocatedstate.go`: results with adminAccess are
-        skipped when gathering the allocated devices.
+        The scheduler's allocated state (kubernetes pkg/scheduler/framework/plugins/
+        dynamicresources/allocateddevices.go, `foreachAllocatedDevice`): results with
+        adminAccess are skipped; with DRAConsumableCapacity on, a result with a shareID
+        is a share of a device, counted in `shared_capacity` instead.
         """
         return {result.key for claim in self.claims.values() for result in claim.allocated or ()
-                if not result.admin_access}
+                if not result.admin_access
+                and not (consumable_capacity and result.share_id is not None)}
+
+    def shared_capacity(self) -> dict[DeviceKey, dict[str, Fraction]]:
+        """Upstream `AggregatedCapacity`: the consumedCapacity of every allocated share."""
+        out: dict[DeviceKey, dict[str, Fraction]] = {}
+        for claim in self.claims.values():
+            for result in claim.allocated or ():
+                if result.admin_access or result.share_id is None or result.consumed is None:
+                    continue
+                into = out.setdefault(result.key, {})
+                for name, amount in result.consumed:
+                    into[name] = into.get(name, Fraction(0)) + amount
+        return out
 
 
 def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default",
@@ -230,8 +249,15 @@ def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, releas
             if isinstance(result, dict):
                 key = (str(result.get("driver", "")), str(result.get("pool", "")),
                        str(result.get("device", "")))
-                claim.allocated.append(AllocatedDevice(key, result.get("adminAccess") is True,
-                                                       str(result.get("request", ""))))
+                share = result.get("shareID")
+                consumed = result.get("consumedCapacity")
+                amounts = None
+                if isinstance(consumed, dict):
+                    parsed = ((str(k), parse_quantity(v)) for k, v in consumed.items())
+                    amounts = tuple(sorted((k, v) for k, v in parsed if v is not None))
+                claim.allocated.append(AllocatedDevice(
+                    key, result.get("adminAccess") is True, str(result.get("request", "")),
+                    str(share) if share else None, amounts))
         if allocation.get("nodeSelector") is not None:
             claim.node_selector = read_node_selector(
                 allocation["nodeSelector"], ("status", "allocation", "nodeSelector"), problems)

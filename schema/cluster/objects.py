@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draguard.schema.cluster.capacity import RequestPolicy
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
 
 Path = tuple[str | int, ...]
@@ -69,6 +70,7 @@ class Device:
     node_selector: NodeSelector | None = None
     binding_conditions: bool = False
     allow_multiple_allocations: bool = False
+    policies: dict[str, RequestPolicy] = field(default_factory=dict)  # capacity[].requestPolicy
     _cel: tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]] | None = None
     _signature: str | None = None
 
@@ -330,12 +332,16 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
             continue
         attributes[key] = typed[0]
     capacity: dict[str, Fraction] = {}
+    policies: dict[str, RequestPolicy] = {}
     for key, entry in _map(raw.get("capacity")).items():
         amount = parse_quantity(_map(entry).get("value"))
         if amount is None:
             problems.append(Problem((*path, "capacity", key, "value"), "not a quantity"))
             continue
         capacity[key] = amount
+        if _map(entry).get("requestPolicy") is not None:
+            policies[key] = _request_policy(_map(_map(entry).get("requestPolicy")),
+                                            (*path, "capacity", key, "requestPolicy"), problems)
     consumes = [(_str(_map(c).get("counterSet")),
                  _counters(_map(c).get("counters"), (*path, "consumesCounters", j, "counters"), problems))
                 for j, c in enumerate(_list(raw.get("consumesCounters")))]
@@ -343,7 +349,28 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
                     [dict(_map(t)) for t in _list(raw.get("taints"))], consumes,
                     node_name=_str(raw.get("nodeName")), all_nodes=raw.get("allNodes") is True,
                     binding_conditions=bool(_list(raw.get("bindingConditions"))),
-                    allow_multiple_allocations=raw.get("allowMultipleAllocations") is True)
+                    allow_multiple_allocations=raw.get("allowMultipleAllocations") is True,
+                    policies=policies)
     if raw.get("nodeSelector") is not None:
         device.node_selector = read_node_selector(raw.get("nodeSelector"), (*path, "nodeSelector"), problems)
     return device
+
+
+def _request_policy(raw: Mapping[str, Any], path: Path, problems: list[Problem]) -> RequestPolicy:
+    """A capacity's requestPolicy (KEP-5075); an unreadable quantity is a problem, left out."""
+    def amount(value: Any, *where: str | int) -> Fraction | None:
+        if value is None:
+            return None
+        found = parse_quantity(value)
+        if found is None:
+            problems.append(Problem((*path, *where), "not a quantity"))
+        return found
+
+    valid_range = _map(raw.get("validRange"))
+    values = [amount(v, "validValues", i) for i, v in enumerate(_list(raw.get("validValues")))]
+    return RequestPolicy(default=amount(raw.get("default"), "default"),
+                         valid_values=tuple(v for v in values if v is not None),
+                         has_range=raw.get("validRange") is not None,
+                         minimum=amount(valid_range.get("min"), "validRange", "min"),
+                         maximum=amount(valid_range.get("max"), "validRange", "max"),
+                         step=amount(valid_range.get("step"), "validRange", "step"))
