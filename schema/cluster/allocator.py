@@ -26,7 +26,7 @@ from draguard.schema.cluster.inventory import Claim, DeviceKey
 from draguard.schema.cluster.objects import Device, DeviceClass, Node
 from draguard.schema.cluster.pools import Candidate, Features, Pool, node_matches
 from draguard.schema.cluster.quantity import parse_quantity
-from draguard.schema.cluster.selectors import evaluate
+from draguard.schema.cluster.selectors import evaluate, unevaluable
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 _UNKNOWN: Any = object()
@@ -771,8 +771,15 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int, *,
     if data is None:
         return None
     request = data.request
-    node = allocator.node.name if node_name is None else node_name
     klass, need = request.class_name, data.request.count
+    owned = [(f"class {klass}", e) for e in (data.klass.selectors if data.klass else [])]
+    for owner, expression in owned + [("request", e) for e in request.selectors]:
+        function = unevaluable(expression)
+        if function is not None:
+            # Counted as matching nothing in the search (`selectors.evaluate`).
+            return (f"selector `{expression}` of the {owner} uses {function}, which draguard "
+                    "cannot evaluate; its outcome is unknown")
+    node = allocator.node.name if node_name is None else node_name
     incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
     selected = allocator._selected(ci, ri, si, data)
     if selected is None:  # some device gives a CEL error: say which

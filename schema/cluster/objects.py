@@ -16,6 +16,7 @@ from typing import Any
 
 from draguard.schema.cluster.capacity import RequestPolicy
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
+from draguard.schema.cluster.selectors import version_value
 
 Path = tuple[str | int, ...]
 
@@ -91,9 +92,10 @@ class Device:
         """
         if self._cel is None:
             attributes: dict[str, dict[str, Any]] = {}
-            for qualified, (_, value) in self.attributes.items():
+            for qualified, (kind, value) in self.attributes.items():
                 domain, ident = _split_qualified(qualified, driver)
-                attributes.setdefault(domain, {})[ident] = value
+                attributes.setdefault(domain, {})[ident] = (
+                    version_value(str(value)) if kind == "version" else value)
             capacity: dict[str, dict[str, int]] = {}
             for qualified, amount in self.capacity.items():
                 domain, ident = _split_qualified(qualified, driver)
