@@ -360,6 +360,7 @@ class Allocator:
             raise Abort(f"{where}: could not retrieve device class {request.class_name}: "
                         f'deviceclass.resource.k8s.io "{request.class_name}" not found')
         data = _Data(request, klass, request.count)
+        borrowed = self._borrowed_selection(ci, ri, si)
         if request.mode == "All":
             for pool in self.pools:
                 if pool.incomplete:
@@ -368,6 +369,9 @@ class Allocator:
                 if pool.invalid:
                     raise Abort(f"{where}: asks for all devices, but resource pool {pool.id} "
                                 "is currently invalid")
+                if borrowed is not None:
+                    data.all_devices += [c for c in borrowed if c.pool is pool]
+                    continue
                 for candidate in pool.candidates():
                     if self._selectable((ci, ri, si), data, candidate) and (
                             not self.features.consumable_capacity
@@ -377,6 +381,28 @@ class Allocator:
         elif request.mode != "ExactCount":
             raise Abort(f"{where}: unsupported count mode {request.mode}")
         return data
+
+    def _borrowed_selection(self, ci: int, ri: int, si: int) -> list[Candidate] | None:
+        """Before 1.36, subrequest 1 of an All request sees subrequest 0's selection.
+
+        The pre-pass validated subrequest i under the cache key of subrequest i - 1
+        (`Allocate` set `requestKey.subRequestIndex = i` only after
+        `validateDeviceRequest`; allocator_stable.go in 1.34 and 1.35), and
+        `isSelectable` answers from `deviceMatchesRequest` by that key. Only
+        subrequest 1 finds entries there: those subrequest 0 wrote, when it is an All
+        request too (an ExactCount one selects nothing in the pre-pass). It then
+        takes exactly subrequest 0's devices and evaluates no selector of its own.
+        Fixed by "DRA: Fix incorrect behavior when using AllocationModeAll with
+        PrioritizedList" (kubernetes 3caaccc, 1.36.0), with the search half.
+        """
+        if not self.features.all_subrequest_bug or si != 1:
+            return None
+        first = self.data.get((ci, ri, 0))
+        if first is None or first.request.mode != "All":
+            return None
+        if self.requests[ci][ri][1].mode != "All":
+            return None
+        return first.all_devices
 
     # --- the search (upstream `allocateOne`) ----------------------------------------
 
@@ -780,6 +806,11 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int, *,
             return (f"selector `{expression}` of the {owner} uses {function}, which draguard "
                     "cannot evaluate; its outcome is unknown")
     node = allocator.node.name if node_name is None else node_name
+    if allocator._borrowed_selection(ci, ri, si) == []:
+        first = allocator.data[(ci, ri, 0)].request.name
+        return (f"before 1.36 the scheduler gives this All subrequest the devices subrequest "
+                f"{first} selects, none on {node}, instead of its own (upstream bug, fixed "
+                "in 1.36)")
     incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
     selected = allocator._selected(ci, ri, si, data)
     if selected is None:  # some device gives a CEL error: say which

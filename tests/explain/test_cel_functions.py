@@ -95,7 +95,7 @@ def test_library_function(expression: str) -> None:
 
 def test_semver_parse_errors_are_blang_s() -> None:
     """`semver()` fails with blang/semver's text."""
-    with pytest.raises(semver.SemverError, match="No Major.Minor.Patch elements found"):
+    with pytest.raises(semver.SemverError, match=r"No Major\.Minor\.Patch elements found"):
         semver.parse("1.2")
     with pytest.raises(semver.SemverError, match="Major number must not contain leading zeroes"):
         semver.parse("01.2.3")
