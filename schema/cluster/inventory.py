@@ -9,7 +9,9 @@ finding and is left out.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, BinaryIO
@@ -130,15 +132,39 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     Paths as lint takes them: files, folders (their manifests, recursively) or `-`.
     """
     inventory = Inventory()
-    for path in expand_paths(paths):
-        source = read_source(path, stdin)
-        if isinstance(source, Unreadable):
-            inventory.unreadable.append(source)
-            continue
-        for chunk in split_documents(source):
-            add_chunk(inventory, chunk, release=release, namespace=namespace)
-    check_references(inventory)
+    with collection_paused():
+        for path in expand_paths(paths):
+            source = read_source(path, stdin)
+            if isinstance(source, Unreadable):
+                inventory.unreadable.append(source)
+                continue
+            for chunk in split_documents(source):
+                add_chunk(inventory, chunk, release=release, namespace=namespace)
+        check_references(inventory)
     return inventory
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Automatic garbage collection off while the model is built.
+
+    Reading makes a few small objects per device and keeps nearly all of them: the
+    collections their allocations trigger only rescan the growing model and the
+    parsed input (three fifths of the reading at 5,000 nodes, bench/RESULTS.md).
+    Nothing made here is garbage in a cycle worth freeing early. At the end the
+    objects alive are moved out of the collector's sight (`gc.freeze`): the model
+    lives as long as the command, and the first collection after reading would
+    otherwise scan all of it once more. Objects without cycles are still freed as
+    soon as they are dropped.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace: str) -> None:
@@ -158,8 +184,9 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
 def add_objects(inventory: Inventory, objects: Iterable[Mapping[str, Any]], *, source: str,
                 release: Release, namespace: str) -> None:
     """Objects from elsewhere (a live cluster): findings name the object, not a line."""
-    for obj in objects:
-        _add_object(inventory, obj, _Named(source, obj), release, namespace)
+    with collection_paused():
+        for obj in objects:
+            _add_object(inventory, obj, _Named(source, obj), release, namespace)
 
 
 class _Place:

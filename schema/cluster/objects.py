@@ -250,24 +250,15 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
     spec = _map(obj.get("spec"))
     pool = _map(spec.get("pool"))
     problems: list[Problem] = []
-    fatal = [Problem(p, m) for p, ok, m in (
-        (("metadata", "name"), bool(name), "ResourceSlice without a name"),
-        (("spec", "driver"), bool(_str(spec.get("driver"))), "Required value: spec.driver"),
-        (("spec", "pool", "name"), bool(_str(pool.get("name"))), "Required value: spec.pool.name"),
-        (("spec", "pool", "generation"), (_int(pool.get("generation")) or 0) >= 0
-         and _int(pool.get("generation")) is not None, "spec.pool.generation must be an integer ≥ 0"),
-        (("spec", "pool", "resourceSliceCount"), (_int(pool.get("resourceSliceCount")) or 0) > 0,
-         "spec.pool.resourceSliceCount must be an integer > 0"),
-    ) if not ok]
-    chosen = [key for key in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
-              if spec.get(key) not in (None, "", False)]
-    if len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
-        fatal.append(Problem(("spec",), "exactly one of nodeName, nodeSelector, allNodes, "
-                                         "perDeviceNodeSelection is required"))
-    if fatal:
-        return None, fatal
-    result = Slice(name, _str(spec.get("driver")), _str(pool.get("name")),
-                   _int(pool.get("generation")) or 0, _int(pool.get("resourceSliceCount")) or 1,
+    driver, pool_name = _str(spec.get("driver")), _str(pool.get("name"))
+    generation, count = _int(pool.get("generation")), _int(pool.get("resourceSliceCount"))
+    chosen = [key for key in _NODE_SELECTION if spec.get(key) not in (None, "", False)]
+    well_formed = (name and driver and pool_name and generation is not None and generation >= 0
+                   and count is not None and count > 0)
+    if not well_formed or len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
+        return None, _slice_problems(name, driver, pool_name, generation, count, chosen, spec)
+    assert generation is not None and count is not None  # for mypy: checked just above
+    result = Slice(name, driver, pool_name, generation, count,
                    node_name=_str(spec.get("nodeName")), all_nodes=spec.get("allNodes") is True,
                    per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
                    origin=origin)
@@ -295,7 +286,30 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
     return result, problems
 
 
+_NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+
+
+def _slice_problems(name: str, driver: str, pool_name: str, generation: int | None,
+                    count: int | None, chosen: list[str], spec: Mapping[str, Any]) -> list[Problem]:
+    """Why the apiserver would not store the slice (read_slice checks cheaply first)."""
+    fatal = [Problem(p, m) for p, ok, m in (
+        (("metadata", "name"), bool(name), "ResourceSlice without a name"),
+        (("spec", "driver"), bool(driver), "Required value: spec.driver"),
+        (("spec", "pool", "name"), bool(pool_name), "Required value: spec.pool.name"),
+        (("spec", "pool", "generation"), generation is not None and generation >= 0,
+         "spec.pool.generation must be an integer ≥ 0"),
+        (("spec", "pool", "resourceSliceCount"), (count or 0) > 0,
+         "spec.pool.resourceSliceCount must be an integer > 0"),
+    ) if not ok]
+    if len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
+        fatal.append(Problem(("spec",), "exactly one of nodeName, nodeSelector, allNodes, "
+                                         "perDeviceNodeSelection is required"))
+    return fatal
+
+
 def _device_limit(devices: list[Any]) -> int:
+    if len(devices) <= MAX_DEVICES_WITH_TAINTS_OR_COUNTERS:
+        return MAX_DEVICES  # within both limits: which one applies does not matter
     special = any(_map(d).get("taints") or _map(d).get("consumesCounters") for d in devices)
     return MAX_DEVICES_WITH_TAINTS_OR_COUNTERS if special else MAX_DEVICES
 
@@ -344,11 +358,12 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
         if _map(entry).get("requestPolicy") is not None:
             policies[key] = _request_policy(_map(_map(entry).get("requestPolicy")),
                                             (*path, "capacity", key, "requestPolicy"), problems)
+    raw_consumes, raw_taints = raw.get("consumesCounters"), raw.get("taints")
     consumes = [(_str(_map(c).get("counterSet")),
                  _counters(_map(c).get("counters"), (*path, "consumesCounters", j, "counters"), problems))
-                for j, c in enumerate(_list(raw.get("consumesCounters")))]
+                for j, c in enumerate(_list(raw_consumes))] if raw_consumes else []
     device = Device(name, attributes, capacity,
-                    [dict(_map(t)) for t in _list(raw.get("taints"))], consumes,
+                    [dict(_map(t)) for t in _list(raw_taints)] if raw_taints else [], consumes,
                     node_name=_str(raw.get("nodeName")), all_nodes=raw.get("allNodes") is True,
                     binding_conditions=bool(_list(raw.get("bindingConditions"))),
                     allow_multiple_allocations=raw.get("allowMultipleAllocations") is True,
