@@ -16,7 +16,7 @@ from typing import Any
 
 from draguard.schema.cluster.capacity import RequestPolicy
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
-from draguard.schema.cluster.selectors import version_value
+from draguard.schema.cluster.semver import version_value
 
 Path = tuple[str | int, ...]
 

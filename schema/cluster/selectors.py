@@ -33,6 +33,7 @@ from cel_expr_python import cel
 from draguard.schema.cel import environment as checker
 from draguard.schema.cluster import semver
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
+from draguard.schema.cluster.semver import SEMVER_MARK
 
 _DOMAIN = re.compile(r"""device\.(?:attributes|capacity)\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
 _DROPPED = frozenset({"quantity_add_int", "quantity_sub_int"})  # ambiguous over thousandths
@@ -47,8 +48,6 @@ class Outcome:
     unknown: str | None = None  # a function draguard cannot evaluate, e.g. `ip()`
 
 
-# Not NUL: the binding passes strings through C strings, which would end at one.
-SEMVER_MARK = "\ue000semver:"
 # Functions without an implementation here; URL, IP and CIDR values only come from
 # the first six, so a selector without these calls never meets the others. The
 # lists library's `min` and `max` return the element type, which the binding's
@@ -64,12 +63,6 @@ def unevaluable(expression: str) -> str | None:
     return None if found is None else f"{found.group(1) or found.group(2)}()"
 
 
-def version_value(text: str) -> str:
-    """A `version` attribute as CEL sees it: a semver value (upstream `cel/compile.go`)."""
-    try:
-        return SEMVER_MARK + semver.parse(text).text()
-    except semver.SemverError:
-        return SEMVER_MARK + text  # the apiserver refuses such an attribute anyway
 
 
 def _retyped(value: Any) -> Any:

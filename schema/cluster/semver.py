@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# How a semver travels through the CEL binding (`selectors`): a string with this mark
+# in front, so that a plain string attribute is never taken for one. Not a NUL: the
+# binding passes strings through C strings, which would end at one.
+SEMVER_MARK = "\ue000semver:"
 _NUMBER = re.compile(r"^[0-9]+$")
 _IDENT = re.compile(r"^[0-9A-Za-z-]+$")
 
@@ -105,3 +109,11 @@ def compare(a: Version, b: Version) -> int:
             return -1 if left_num else 1  # numeric identifiers sort first
         return 1 if left > right else -1
     return (len(a.pre) > len(b.pre)) - (len(a.pre) < len(b.pre))
+
+
+def version_value(text: str) -> str:
+    """A `version` attribute as CEL sees it: a semver value (upstream `cel/compile.go`)."""
+    try:
+        return SEMVER_MARK + parse(text).text()
+    except SemverError:
+        return SEMVER_MARK + text  # the apiserver refuses such an attribute anyway

@@ -9,7 +9,8 @@ import pytest
 
 from draguard.schema.cluster import semver
 from draguard.schema.cluster.inventory import Inventory, add_objects, check_references
-from draguard.schema.cluster.selectors import evaluate, version_value
+from draguard.schema.cluster.selectors import evaluate
+from draguard.schema.cluster.semver import version_value
 from draguard.schema.explain import PodOutcome, explain
 from draguard.schema.model.releases import release
 
