@@ -94,6 +94,7 @@ class PodOutcome:
     error: str | None = None
     nodes: list[NodeOutcome] = field(default_factory=list)
     quota: list[QuotaVerdict] | None = None  # None: no ResourceQuota in the input
+    claim_names: list[str] = field(default_factory=list)  # text only: titles a lone claim
 
     @property
     def refused(self) -> bool:
@@ -147,6 +148,7 @@ def _explain(inventory: Inventory, *, release: Release, patch: int | None,
     for unit in _units(inventory):
         outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, state,
                                 release=release, patch=patch)
+        outcome.claim_names = [c.name for c in unit.claims]
         if inventory.quotas:
             # Only claims the Pod's creation makes (from templates) are charged; existing
             # claims were charged when they were created.
@@ -497,7 +499,7 @@ def render_text(explanation: Explanation, *, detail: bool = False) -> str:
 
 
 def _claim_names(pod: PodOutcome) -> str:
-    return next((c.name for n in pod.nodes for c in n.claims), "?")
+    return ", ".join(pod.claim_names) or "?"
 
 
 def _choice(node: NodeOutcome) -> str:

@@ -229,3 +229,10 @@ def test_shared_device_in_text() -> None:
     code, out, _ = run(str(path), "--kubernetes-version", "1.37", "--node", "node-1")
     assert code == 0
     assert "req-0: driver-a/pool-1/device-1 (shared, consumes capacity-0 4)" in out
+
+
+def test_lone_claim_with_a_scheduling_error_is_named() -> None:
+    """A claim explained alone is titled by its name even when no node was explained."""
+    code, out, _ = run(str(SCENARIOS / "unknown-class.yaml"), "--kubernetes-version", "1.36")
+    assert code == 1
+    assert "claim default/claim-0\n  scheduling error:" in out
