@@ -143,7 +143,9 @@ def _explain(inventory: Inventory, *, release: Release, patch: int | None,
     by_pool = SliceIndex(inventory.slices)
     cache = SelectorCache(features.consumable_capacity)
     allocated = inventory.allocated_devices(consumable_capacity=features.consumable_capacity)
-    state = _State(allocated, inventory.shared_capacity() if features.consumable_capacity else {})
+    consumable = features.consumable_capacity
+    state = _State(allocated, inventory.shared_capacity() if consumable else {},
+                   inventory.shared_devices() if consumable else set())
     pods: list[PodOutcome] = []
     for unit in _units(inventory):
         outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, state,
@@ -168,6 +170,7 @@ class _State:
 
     devices: set[tuple[str, str, str]]
     shared: dict[tuple[str, str, str], dict[str, Fraction]]
+    shared_devices: set[tuple[str, str, str]]
 
 
 @dataclass(slots=True)
@@ -246,7 +249,7 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
                                f"claim {claim.name} is allocated to devices {node.name} cannot reach")
     pools = gather_pools(by_pool, node, features)
     allocator = Allocator(node, pending, pools, inventory.classes, state.devices, features, cache,
-                          in_use=state.shared)
+                          in_use=state.shared, shared_devices=state.shared_devices)
     shape = node_shape(pools, state.devices, cache, features)
     shape_id = memo.shapes.setdefault(shape, len(memo.shapes)) if shape is not None else -1
     known = memo.solutions.get(shape_id)
@@ -291,7 +294,8 @@ def _order_note(node: Node, pending: list[Claim], pools: list[Pool], inventory: 
     if features.sorted_pools or len(usable) < 2:
         return None
     other = Allocator(node, pending, list(reversed(pools)), inventory.classes, state.devices,
-                      features, cache, in_use=state.shared).allocate()
+                      features, cache, in_use=state.shared,
+                      shared_devices=state.shared_devices).allocate()
     if not isinstance(other, Allocated) or _same(other, result):
         return None
     devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for claim in other.results for r in claim)

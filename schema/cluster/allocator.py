@@ -275,6 +275,7 @@ class Allocator:
     # `AggregatedCapacity`) and what this search's shares take (`allocatingCapacity`).
     in_use: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
     allocating_capacity: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
+    shared_devices: set[DeviceKey] = field(default_factory=set)  # `AllocatedSharedDeviceIDs`
 
     def allocate(self) -> Outcome:
         try:
@@ -675,7 +676,10 @@ class Allocator:
             available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
             for found in [*pool.slices, *pool.other_slices]:
                 for device in found.devices:
-                    if (found.driver, found.pool, device.name) not in self.allocated:
+                    # Upstream `IsDeviceAllocated`: dedicated, or with an allocated share.
+                    key = (found.driver, found.pool, device.name)
+                    if key not in self.allocated and key not in self.shared_devices \
+                            and key not in self.in_use:
                         continue
                     for set_name, counters in device.consumes_counters:
                         for counter, amount in counters.items():

@@ -112,6 +112,15 @@ class Inventory:
                 if not result.admin_access
                 and not (consumable_capacity and result.share_id is not None)}
 
+    def shared_devices(self) -> set[DeviceKey]:
+        """Upstream `AllocatedSharedDeviceIDs`, by device: devices with an allocated share.
+
+        Such a device consumes its counters once, however many shares it has
+        (`IsDeviceAllocated` in structured/internal/allocatedstate.go).
+        """
+        return {result.key for claim in self.claims.values() for result in claim.allocated or ()
+                if not result.admin_access and result.share_id is not None}
+
     def shared_capacity(self) -> dict[DeviceKey, dict[str, Fraction]]:
         """Upstream `AggregatedCapacity`: the consumedCapacity of every allocated share."""
         out: dict[DeviceKey, dict[str, Fraction]] = {}
