@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from budget import examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from draguard.schema import lint
 from draguard.schema.model.options import Options
@@ -108,3 +111,39 @@ def test_cut_keeps_lines_and_columns() -> None:
     assert [item.line for item in cut.items] == [2, 17, 32]
     assert cut.items[0].text.startswith("  apiVersion: resource.k8s.io/v1\n  kind:")
     assert cut.head == "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"
+
+
+# Pieces of item text, written at dash column 0; `_list_text` indents them for column 2.
+PIECES = [
+    CLAIM.format(n=7, count=2),
+    CLAIM.format(n=8, count=0),
+    "- kind: Service\n  metadata: {name: s}\n",
+    "- apiVersion: resource.k8s.io/v1\n  kind: ResourceClaim\n  spec: {devices: {requests: "
+    "[{name: r, exactly: {deviceClassName: c}}, {name: r}]}}\n",
+    "- apiVersion: resource.k8s.io/v1\n  kind: ResourceClaim\n  note: |\n    kept\n\n    "
+    "text\n  metadata:\n    name: n\n",
+    "- plain scalar\n",
+    "-\n",
+    "- - nested\n",
+    "# a comment at column 0\n",
+    "\n",
+    "- a: 'quoted\n    over lines'\n",
+    "- {kind: ResourceClaim, apiVersion: resource.k8s.io/v1, spec: 3}\n",
+    "- a: [1,\n  2\n",
+]
+
+
+@settings(max_examples=examples(60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=6),
+       indent=st.sampled_from(["", "  "]),
+       kind=st.sampled_from(["List", "ResourceClaimList", "ConfigMap"]),
+       tail=st.sampled_from(["", "metadata: {}\n", "kind: List\n", "x: 1\n"]))
+def test_any_list_cut_gives_the_results_of_the_whole_list(
+    pieces: list[str], indent: str, kind: str, tail: str
+) -> None:
+    """Whatever the items (scalars, comments, broken ones), the cut changes no result."""
+    items = "".join("".join(indent + line + "\n" if line else "\n"
+                            for line in piece.split("\n")[:-1]) for piece in pieces)
+    text = f"apiVersion: v1\nkind: {kind}\nitems:\n{items}{tail}"
+    assert _run(text, cut=True) == _run(text, cut=False)
