@@ -30,7 +30,9 @@ stream and kubectl -o yaml, ≥ 20,000/s on a mostly-not-DRA repository, a 50,00
 List < 10 s and < 500 MiB, 100,000 JSON objects < 15 s, one small file < 150 ms),
 conversion ≥ 5,000 objects/s for a typical claim (issue 3), webhook ≥ 80 % of the
 no-op app's throughput in both connection modes and p99 < 10 ms at 200 requests/s
-(issue 4). A full run takes about 7 minutes on 2 cores; `--quick` about 1.
+(issue 4). A full run takes about 7 minutes on 2 cores, plus the lint styles (13 minutes
+at load average 6, corpus generation included; not timed on an idle machine); `--quick`
+about 1, plus 2.5 for the lint styles at that load.
 """
 
 from __future__ import annotations
