@@ -18,14 +18,21 @@ run, never against a figure from another day):
   keep-alive and with a new connection per request, then an open-loop sweep at fixed
   rates (latency measured from each request's scheduled start, so overload shows) with
   p50/p95/p99; then the RSS of each gunicorn worker of both servers;
+- lint styles (issue 21): whole `draguard lint` processes on one generated corpus per
+  input style (bench/lint.py `--styles`), with their peak memory;
 - for information, the outputs of bench/cel.py, bench/mutation.py and bench/certs.py.
 
 Writes a Markdown report (machine, command, figures, ratios, targets) and prints it.
 `--check` exits 1 when a figure misses a target written in the issues, naming it:
 lint ≥ 100× kubernetes-validate and ≥ 7,500 documents/s with 2 jobs (issue 2),
+lint's input styles (issue 21: whole process ≥ 7,500 documents/s on block, flow, JSON
+stream and kubectl -o yaml, ≥ 20,000/s on a mostly-not-DRA repository, a 50,000-claim
+List < 10 s and < 500 MiB, 100,000 JSON objects < 15 s, one small file < 150 ms),
 conversion ≥ 5,000 objects/s for a typical claim (issue 3), webhook ≥ 80 % of the
 no-op app's throughput in both connection modes and p99 < 10 ms at 200 requests/s
-(issue 4). A full run takes about 7 minutes on 2 cores; `--quick` about 1.
+(issue 4). A full run takes about 7 minutes on 2 cores, plus the lint styles (13 minutes
+at load average 6, corpus generation included; not timed on an idle machine); `--quick`
+about 1, plus 2.5 for the lint styles at that load.
 """
 
 from __future__ import annotations
@@ -75,12 +82,14 @@ class Settings:
     keepalive_seconds: float
     rates: tuple[float, ...]
     extras: bool  # run bench/cel.py, mutation.py, certs.py and the convert CLI
+    style_scale: float  # size of issue 21's lint style corpora (1.0: 15,000 documents)
+    style_repeats: int  # runs per lint style; the best counts
 
     @classmethod
     def pick(cls, quick: bool) -> Settings:
         if quick:
-            return cls(1, 600, 60, 0.2, 2.0, 3, 1.0, (100.0, 200.0, 400.0), False)
-        return cls(5, 2000, 250, 0.3, 4.0, 15, 2.0, RATES, True)
+            return cls(1, 600, 60, 0.2, 2.0, 3, 1.0, (100.0, 200.0, 400.0), False, 0.2, 1)
+        return cls(5, 2000, 250, 0.3, 4.0, 15, 2.0, RATES, True, 1.0, 2)
 
 
 @dataclass(frozen=True)
@@ -151,6 +160,13 @@ def bench_lint_figures(report: Report, s: Settings) -> None:
                       "kubeconform's figure is its published one, not measured here; "
                       f"{two_cpu:,.0f} documents per CPU second (workers included), pool "
                       "start-up included"))
+
+
+def bench_lint_style_figures(report: Report, s: Settings) -> None:
+    """Issue 21: whole `draguard lint` processes on one corpus per input style."""
+    print("lint styles …", flush=True)
+    for f in bench_lint.style_figures(s.style_scale, s.style_repeats):
+        report.add(Figure(f.name, f.value, f.unit, target=f.target, met=f.met, note=f.note))
 
 
 # --- conversion ---------------------------------------------------------------------------
@@ -426,15 +442,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 when a figure misses its issue's target")
     parser.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"),
                         help="where to write the Markdown report (default: %(default)s)")
-    parser.add_argument("--only", choices=("lint", "convert", "webhook"), action="append",
+    parser.add_argument("--only", choices=("lint", "lint-styles", "convert", "webhook"),
+                        action="append",
                         help="run only these parts (repeatable)")
     args = parser.parse_args(argv)
     given = list(sys.argv[1:] if argv is None else argv)
     settings = Settings.pick(args.quick)
     head = machine()
     report = Report()
-    parts = args.only or ["lint", "convert", "webhook"]
-    runners = {"lint": bench_lint_figures, "convert": bench_convert_figures,
+    parts = args.only or ["lint", "lint-styles", "convert", "webhook"]
+    runners = {"lint": bench_lint_figures, "lint-styles": bench_lint_style_figures,
+               "convert": bench_convert_figures,
                "webhook": bench_webhook_figures}
     for part in parts:
         try:

@@ -15,8 +15,10 @@ at its nearest existing parent.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from draguard.schema.advice.claims import Version, ignored_codes
 from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
@@ -28,6 +30,7 @@ from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type
 from draguard.schema.read.blockyaml import Head, Lines
 from draguard.schema.read.jsondecode import Nodes
+from draguard.schema.read.lists import cut_list
 from draguard.schema.read.sources import (
     Chunk,
     Parsed,
@@ -41,14 +44,17 @@ from draguard.schema.report import DocumentResult, Finding, LintWarning
 from draguard.schema.validate import Verdict, validate_object
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from draguard.schema.read.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
 _BATCH = 64
+AUTO_DOCUMENTS = 1_000
+"""With `jobs=None`, inputs of at least this many documents are spread over every core
+the process may use: below it the pool's start (forking, the workers' first batches)
+costs more than a second core saves, and a pre-commit run on a few files stays one
+process (issue 21: start under 150 ms, at least 7,500 documents/s for large inputs)."""
 
 
 class WorkerDied(RuntimeError):
@@ -281,63 +287,172 @@ def _text(value: Any) -> str | None:
 
 def run(
     chunks: Sequence[Chunk], *, options: Options, validate: Validator = validate_object,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> list[DocumentResult]:
-    """Check the chunks (in `jobs` processes when there is enough to share), then the
-    Pods and workload controllers among them against the claims of the same input."""
-    results = list(_check_all(chunks, options=options, validate=validate, jobs=jobs))
+    """Check the chunks (in `jobs` processes when there is enough to share; None: decide
+    by the input's size, `auto_jobs`), then the Pods and workload controllers among them
+    against the claims of the same input.
+
+    A block-style `kind: List` is checked item by item (`lists.cut_list`): its items are
+    shared out like documents, and no value of the whole List is ever built. When one
+    of its items does not parse, the List is checked whole again, so that the syntax
+    error is reported as it would be otherwise.
+    """
+    units, origins = _units(chunks)
+    if jobs is None:
+        jobs = auto_jobs(len(units))
+    groups: list[list[DocumentResult] | None] = [[] for _ in chunks]
+    for origin, found in zip(origins, _check_all(units, options=options, validate=validate,
+                                                 jobs=jobs), strict=True):
+        group = groups[origin]
+        if group is not None and found is not None:
+            group.extend(found)
+        else:
+            groups[origin] = None
+    results = [r for k, group in enumerate(groups) for r in (
+        group if group is not None else check_chunk(chunks[k], options=options,
+                                                    validate=validate))]
     return cross_check(chunks, results, options=options)
 
 
+class _Item(NamedTuple):
+    """One item of a List cut by `lists.cut_list`: its text placed in the file as a
+    chunk (numbered as its List), its index, and the apiVersion and kind it inherits."""
+
+    chunk: Chunk
+    item: int
+    inherited: dict[str, Any] | None
+
+
+_Unit = Chunk | _Item
+
+
+def _units(chunks: Sequence[Chunk]) -> tuple[list[_Unit], list[int]]:
+    """The chunks with the Lists among them replaced by their items, and for each unit
+    the position of the chunk it comes from."""
+    units: list[_Unit] = []
+    origins: list[int] = []
+    for k, chunk in enumerate(chunks):
+        items = _cut(chunk)
+        if items is None:
+            units.append(chunk)
+            origins.append(k)
+        else:
+            units.extend(items)
+            origins.extend([k] * len(items))
+    return units, origins
+
+
+def _cut(chunk: Chunk) -> list[_Item] | None:
+    """The items of a List chunk that can be read one by one, else None."""
+    if chunk.format != "yaml" or "List" not in chunk.text:
+        return None
+    cut = cut_list(chunk.text)
+    if cut is None or not cut.items:
+        return None
+    head = parse(replace(chunk, text=cut.head))
+    if isinstance(head, SyntaxProblem) or not isinstance(head.value, dict):
+        return None
+    value = head.value
+    kind = value.get("kind")
+    if not isinstance(kind, str) or not kind.endswith("List") or value.get("items") != []:
+        return None
+    inherited = None if kind == "List" else {"apiVersion": value.get("apiVersion"),
+                                             "kind": kind[: -len("List")]}
+    return [_Item(replace(chunk, text=item.text, line=chunk.line + item.line), j, inherited)
+            for j, item in enumerate(cut.items)]
+
+
+def _check_unit(
+    unit: _Unit, options: Options, validate: Validator
+) -> list[DocumentResult] | None:
+    """`check_chunk`, or for a List's item its result; None for an item that does not
+    parse as a mapping (its List is then checked whole)."""
+    if isinstance(unit, Chunk):
+        return check_chunk(unit, options=options, validate=validate)
+    paused = gc.isenabled()
+    gc.disable()  # as `check_chunk` does
+    try:
+        parsed = parse(unit.chunk)
+        if isinstance(parsed, SyntaxProblem) or not isinstance(parsed.value, dict):
+            return None
+        value = parsed.value if unit.inherited is None else {**unit.inherited, **parsed.value}
+        located = _Located(unit.chunk, parsed)
+        return [_check_object(located, value, (), unit.item, options, validate)]
+    finally:
+        if paused:
+            gc.enable()
+
+
+def auto_jobs(documents: int) -> int:
+    """One process per usable core for a large input, else one (`AUTO_DOCUMENTS`)."""
+    return usable_cores() if documents >= AUTO_DOCUMENTS else 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, as `os.process_cpu_count` of
+    Python 3.13 counts them: a container limited by cpuset gets its share, not the
+    machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def _check_all(
-    chunks: Sequence[Chunk], *, options: Options, validate: Validator, jobs: int
-) -> Iterator[DocumentResult]:
-    if jobs <= 1 or len(chunks) < 2 * _BATCH:
-        for chunk in chunks:
-            yield from check_chunk(chunk, options=options, validate=validate)
+    units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int
+) -> Iterator[list[DocumentResult] | None]:
+    """Each unit's results (`_check_unit`), in order."""
+    if jobs <= 1 or len(units) < 2 * _BATCH:
+        for unit in units:
+            yield _check_unit(unit, options, validate)
         return
     # Loaded only here: most runs are one process, and these imports cost a start.
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        yield from _check_in_pool(chunks, options=options, validate=validate, jobs=jobs)
+        yield from _check_in_pool(units, options=options, validate=validate, jobs=jobs)
     except BrokenProcessPool as exc:
         raise WorkerDied(str(exc)) from exc
 
 
 def _check_in_pool(
-    chunks: Sequence[Chunk], *, options: Options, validate: Validator, jobs: int
-) -> Iterator[DocumentResult]:
+    units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int
+) -> Iterator[list[DocumentResult] | None]:
+    """`jobs` worker processes take batches of consecutive units; results in order.
+
+    This process only hands out and collects: when it checked batches too, its work held
+    the interpreter lock that the pool's own threads need to feed the workers, and the
+    workers waited (measured: more CPU time in all and no gain in wall time). With fork
+    a batch is sent as a range of indexes into the units the workers inherited, so that
+    no document text is copied through a pipe.
+    """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    size = max(8, min(_BATCH, len(chunks) // (jobs * 4)))
-    batches = [chunks[k : k + size] for k in range(0, len(chunks), size)]
+    global _inherited
+    # Eight batches a worker: few enough that handing them out costs little next to
+    # documents that are only skipped, enough that the workers end close together.
+    size = max(8, -(-len(units) // (jobs * 8)))
+    ranges = [(k, min(k + size, len(units))) for k in range(0, len(units), size)]
     # fork: workers inherit the imported rule set (and an injected validator) for free.
     # An executor rather than a Pool: a worker that dies raises instead of hanging.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    workers = jobs - 1
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                             initargs=(options, validate)) as pool:
-        # This process is one of the `jobs`: workers take batches from the front (each
-        # kept two ahead), this process from the back, until they meet.
-        futures: dict[int, Future[list[DocumentResult]]] = {}
-        local: dict[int, list[DocumentResult]] = {}
-        front, back = 0, len(batches) - 1
-        running: list[Future[list[DocumentResult]]] = []
-        while front <= back:
-            running = [f for f in running if not f.done()]
-            while front <= back and len(running) < 2 * workers:
-                futures[front] = pool.submit(_check_batch, batches[front])
-                running.append(futures[front])
-                front += 1
-            if front <= back:
-                local[back] = [r for chunk in batches[back]
-                               for r in check_chunk(chunk, options=options, validate=validate)]
-                back -= 1
-        for k in range(len(batches)):
-            yield from local[k] if k in local else futures[k].result()
+    forking = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if forking else None)
+    _inherited = units if forking else None
+    # Objects alive now are moved out of the collector's sight, so that its passes in
+    # the forked workers do not touch (and so copy) every inherited page (`gc.freeze`'s
+    # documented purpose); `unfreeze` gives them back afterwards.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
+                                 initargs=(options, validate)) as pool:
+            futures = [pool.submit(_check_range, k, end) if forking
+                       else pool.submit(_check_batch, units[k:end]) for k, end in ranges]
+            for future in futures:
+                yield from future.result()
+    finally:
+        _inherited = None
+        gc.unfreeze()
 
 
 # --- workloads against the claims of the same input (issue 7 `pod-names-subrequest`) ---
@@ -410,6 +525,7 @@ def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment
 
 
 _worker: tuple[Options, Validator] | None = None
+_inherited: Sequence[_Unit] | None = None  # the units of `_check_in_pool`, for its forks
 
 
 def _start_worker(options: Options, validate: Validator) -> None:
@@ -417,7 +533,13 @@ def _start_worker(options: Options, validate: Validator) -> None:
     _worker = (options, validate)
 
 
-def _check_batch(batch: Sequence[Chunk]) -> list[DocumentResult]:
+def _check_batch(batch: Sequence[_Unit]) -> list[list[DocumentResult] | None]:
     assert _worker is not None, "worker used before _start_worker"
     options, validate = _worker
-    return [r for chunk in batch for r in check_chunk(chunk, options=options, validate=validate)]
+    return [_check_unit(unit, options, validate) for unit in batch]
+
+
+def _check_range(start: int, end: int) -> list[list[DocumentResult] | None]:
+    """`_check_batch` of the inherited units `start:end` (a forked worker)."""
+    assert _inherited is not None, "a range sent to a worker that did not fork"
+    return _check_batch(_inherited[start:end])

@@ -8,7 +8,6 @@ inputs are named on stderr and the others are still checked.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import BinaryIO, TextIO
@@ -47,8 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "resource.kubernetes.io/admin-access=true is skipped")
     parser.add_argument("--profile", action="append", default=[], choices=PROFILES,
                         help="also the refusals and notes of this consumer (repeatable)")
-    parser.add_argument("-j", "--jobs", type=int, default=1,
-                        help="processes to use (0: one per core)")
+    parser.add_argument("-j", "--jobs", type=int, default=None,
+                        help="processes to use (0: one per core; default: one per core "
+                             f"for {lint.AUTO_DOCUMENTS:,} documents or more, else 1)")
     parser.add_argument("--fail-on-warning", action="store_true",
                         help="exit 1 on warnings too")
     parser.add_argument("--disable", action="append", default=[], metavar="CODE",
@@ -94,7 +94,7 @@ def main(
         args = parser.parse_args(list(argv))
         options = build_options(args)
         disabled = disabled_codes(args.disable)
-        jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+        jobs = args.jobs if args.jobs is None or args.jobs > 0 else lint.usable_cores()
     except UsageError as exc:
         err.write(f"{parser.format_usage()}draguard lint: error: {exc}\n")
         return EXIT_USAGE

@@ -17,6 +17,7 @@ from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from draguard.schema import lint
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import release
@@ -348,15 +349,32 @@ def _document_lines(file: str, index: int) -> tuple[int, int]:
 
 
 def test_jobs_match_one_process_on_the_corpus(tmp_path: Path) -> None:
-    """With --jobs 2 the real rule set gives the same report as one process."""
-    for copy in range(4):  # enough documents for the work to be shared out
+    """With --jobs 2, and by default on an input large enough to be spread over every
+    core, the real rule set gives the same bytes as one process."""
+    copies = -(-lint.AUTO_DOCUMENTS // _corpus_documents())
+    for copy in range(copies):
         target = tmp_path / f"copy{copy}"
         target.mkdir()
         for path in CASES.glob("*.yaml"):
             (target / path.name).write_bytes(path.read_bytes())
-    one = _run(["--output", "json", str(tmp_path)])
-    two = _run(["--output", "json", "--jobs", "2", str(tmp_path)])
-    assert one == two
+    one = _run(["--output", "json", "--jobs", "1", str(tmp_path)])
+    assert len(json.loads(one[1])["results"]) >= lint.AUTO_DOCUMENTS
+    assert _run(["--output", "json", "--jobs", "2", str(tmp_path)]) == one
+    assert _run(["--output", "json", str(tmp_path)]) == one
+    assert _run(["--output", "text", str(tmp_path)]) == _run(
+        ["--output", "text", "--jobs", "1", str(tmp_path)])
+
+
+def _corpus_documents() -> int:
+    out = _run(["--output", "json", "--jobs", "1", str(CASES)])[1]
+    return len(json.loads(out)["results"])
+
+
+def test_automatic_jobs_only_for_large_inputs() -> None:
+    """A small input stays in one process (no pool to start); a large one uses every
+    core the process may run on."""
+    assert lint.auto_jobs(1) == lint.auto_jobs(lint.AUTO_DOCUMENTS - 1) == 1
+    assert lint.auto_jobs(lint.AUTO_DOCUMENTS) == lint.usable_cores() >= 1
 
 
 # --- never a traceback -----------------------------------------------------------------
