@@ -19,6 +19,7 @@ from typing import Any
 from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.cel.environment import EnvFlags, environment
 from draguard.schema.cel.syntax import Node, decode_checked
+from draguard.schema.cluster import selectors
 from draguard.schema.cluster.facts import (
     ClusterFacts,
     DeviceKind,
@@ -174,6 +175,8 @@ class _Scope:
         what = f"device class {device_class}" + (" with these selectors" if expressions else "")
         if not found.exact:  # some devices were not evaluated (facts.MAX_KINDS): no guess
             return
+        if any(selectors.compile_error(e, consumable_capacity=True) for e in expressions):
+            return  # the rules report a selector that does not compile
         if found.total == 0:
             yield Advice(path, "alternative-unsatisfiable",
                          f"request {name}: no device of {what} in the cluster; this alternative "
@@ -215,7 +218,17 @@ class _Scope:
         quotas = self.snapshot.quotas.get(self.namespace)
         if not quotas:
             return
-        claim = Claim(self.namespace, "", devices, None)
+        # claim_charge reads mappings only: leave out what the rules already refuse.
+        requests: list[dict[str, Any]] = []
+        for request in devices.get("requests") or []:
+            if not isinstance(request, dict):
+                continue
+            listed = request.get("firstAvailable")
+            listed = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
+            exactly = request.get("exactly")
+            requests.append({"firstAvailable": listed} if listed else
+                            {"exactly": exactly if isinstance(exactly, dict) else {}})
+        claim = Claim(self.namespace, "", {"requests": requests}, None)
         for verdict in check_quotas(self.namespace, [claim], quotas):
             if verdict.refused:
                 yield Advice(requests_path, "quota-exceeded",
