@@ -194,11 +194,11 @@ class _Scope:
     def _admin_access(self, devices: dict[str, Any], requests_path: FieldPath) -> Iterator[Advice]:
         """§3.7: adminAccess needs the namespace label; the first such request is reported.
 
-        Upstream pkg/apis/resource/validation/validation.go `validateDeviceRequest`
-        (AdminAccess with the namespace's `resource.kubernetes.io/admin-access` label
-        through `adminaccess` in pkg/registry/resource/resourceclaim/strategy.go);
-        the apiserver checks this only when the namespace is at hand, which is what
-        the cluster view supplies.
+        Upstream pkg/registry/resource/resourceclaim/strategy.go `Validate` calls
+        `resourceutils.AuthorizedForAdmin(ctx, claim.Spec.Devices.Requests,
+        claim.Namespace, s.nsClient)` (pkg/registry/resource) on create only
+        (`ValidateUpdate`: "the spec is immutable"); the apiserver reads the Namespace
+        itself, the cluster view lets lint and the webhook say it first.
         """
         release = self.options.release
         labels = self.snapshot.namespaces.get(self.namespace)
