@@ -119,8 +119,10 @@ class _Scope:
         if "DeviceClass" not in snapshot.loaded:
             return
         if device_class not in snapshot.classes:
-            # Scheduler plugin dynamicresources (validateDeviceClass / allocator): the
-            # Pod is refused as a whole, whichever alternative would have fit.
+            # dynamic-resource-allocation structured/internal/stable/allocator_stable.go
+            # `Allocate`: `validateDeviceRequest` runs for every subrequest before the
+            # search and its error (the class lookup among them) fails the whole claim,
+            # so the Pod is refused whichever alternative would have fit.
             yield Advice(path.child("deviceClassName"), "class-missing",
                          f"request {name}: device class {device_class} does not exist; the "
                          "scheduler refuses the whole Pod, even when another alternative fits")
