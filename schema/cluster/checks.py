@@ -248,6 +248,9 @@ def _expressions(alternative: Mapping[str, Any]) -> list[tuple[int, str]]:
     return out
 
 
+_CACHE_MAX = 4096
+
+
 def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str, ...]) -> Offer:
     """The offer for a class and selectors, once per snapshot (readers may race: same value)."""
     key = ("offer", device_class, expressions)
@@ -258,6 +261,8 @@ def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str
             kinds = frozenset(k for k in kinds_of_class(snapshot, device_class)
                               if k.matches(expressions))
         found = offer(snapshot, kinds, device_class)
+        if len(snapshot.cache) >= _CACHE_MAX:  # distinct selectors without end: start again
+            snapshot.cache.clear()
         snapshot.cache[key] = found
     return found
 
