@@ -480,7 +480,7 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
         located, prefix, obj = place
         line, column = located.place([prefix + problem.path])
         out.results.append(_cluster_result(located.chunk, obj, Finding(
-            str(FieldPath(problem.path)), "Invalid", problem.message, line, column), line))
+            FieldPath(problem.path), "Invalid", problem.message, line, column), line))
     return out
 
 
@@ -491,7 +491,7 @@ def cluster_from_objects(objects: Iterable[Mapping[str, Any]], *, source: str) -
     out = ClusterInput(facts_from_objects(objects))
     for problem in out.facts.problems():
         name = f"{source}/{problem.kind}/{problem.name}"
-        finding = Finding(str(FieldPath(problem.path)), "Invalid", problem.message, 0, 0)
+        finding = Finding(FieldPath(problem.path), "Invalid", problem.message, 0, 0)
         out.results.append(DocumentResult(name, 0, None, problem.kind, problem.name or None,
                                           None, (finding,), line=0))
     return out
@@ -567,11 +567,11 @@ def cluster_check(
                 continue
             shape = "v1beta1" if obj.get("apiVersion") == "resource.k8s.io/v1beta1" else None
             denials = tuple(
-                Finding(a.field, "Forbidden", f"{a.message} (draguard {a.code})",
+                Finding(a.path, "Forbidden", f"{a.message} (draguard {a.code})",
                         *located.place(candidate_paths(a.path, shape, prefix)))
                 for a in verdict.denials)
             warnings = tuple(
-                LintWarning(a.field, a.code, a.message,
+                LintWarning(a.path, a.code, a.message,
                             *located.place(candidate_paths(a.path, shape, prefix)))
                 for a in verdict.warnings)
             if denials or warnings:
