@@ -19,7 +19,7 @@ from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import FEATURE_SINCE, GROUP, RELEASES, Release
-from draguard.schema.model.shapes import identify
+from draguard.schema.model.shapes import identify, unserved_version
 from draguard.schema.validate import validate_object
 
 _GATE_OF = {name: gate for name, (_, gate) in FEATURE_SINCE.items()}
@@ -55,8 +55,17 @@ def skew_document(obj: Any, releases: list[Release]) -> list[ReleaseView] | None
     """Per release, what happens to `obj`; None when it is not a DRA claim or template."""
     doc_type = identify(obj)
     if doc_type is None:
-        return None
+        if not releases or unserved_version(obj, releases[0]) is None:
+            return None
+        return [_unserved_view(obj, release) for release in releases]
     return [_view(obj, doc_type.version, release) for release in releases]
+
+
+def _unserved_view(obj: Any, release: Release) -> ReleaseView:
+    """A claim in a version no release serves (v1alpha3): rejected everywhere (issue 17)."""
+    err = unserved_version(obj, release)
+    detail = err.detail if err is not None else ""
+    return ReleaseView(release.name, False, (), "rejected", (), detail, has_version=False)
 
 
 def _view(obj: Any, version: str, release: Release) -> ReleaseView:

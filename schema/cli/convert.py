@@ -29,6 +29,7 @@ from draguard.schema.cli.frame import parse_with_release
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE
+from draguard.schema.read import templates
 from draguard.schema.read.sources import (
     STDIN,
     STDIN_NAME,
@@ -90,7 +91,8 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     status, results = EXIT_OK, []
     for path in expand_paths(args.paths):
-        result = convert_file(path, args.to, options=options, allow_loss=args.allow_loss)
+        result = convert_file(path, args.to, options=options, allow_loss=args.allow_loss,
+                              keep_refused=args.in_place)
         if result is None:
             status = EXIT_USAGE
             continue
@@ -115,13 +117,16 @@ def quiet_stdout() -> None:
 
 
 def convert_file(
-    path: str, target: str, *, options: Options, allow_loss: bool
+    path: str, target: str, *, options: Options, allow_loss: bool, keep_refused: bool = True
 ) -> FileResult | None:
     """Convert the DRA documents of one file; None when it cannot be read (named on stderr).
 
     Only the text of a converted document is rewritten; everything between documents
     (markers, comment-only pieces, other documents) is copied byte for byte, so a
-    file reads back exactly as before wherever nothing was converted.
+    file reads back exactly as before wherever nothing was converted. A refused
+    document stays as it was with `keep_refused` (a file rewritten in place); without
+    it (stdout) it is left out, a comment in its place, so that a pipe into kubectl
+    does not apply it unconverted (issue 17).
     """
     source = read_source(path)
     if isinstance(source, Unreadable):
@@ -129,6 +134,13 @@ def convert_file(
         return None
     pieces, done, changed, refused = [], 0, False, False
     for chunk, start in _located_chunks(source):
+        placeholder = templates.find(chunk.text)
+        if placeholder is not None:
+            # Issue 17: not read, left as it is, named with its line (no exit 2).
+            line = chunk.line + placeholder.line + 1
+            print(f"{source.name}:{line}: document {chunk.index}: {placeholder.message}; "
+                  "left as it is", file=sys.stderr)
+            continue
         try:
             outcome, chunk_refused = _convert_chunk(chunk, target, options, allow_loss)
         # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
@@ -140,6 +152,8 @@ def convert_file(
             )
             return None
         refused = refused or chunk_refused
+        if outcome is None and chunk_refused and not keep_refused:
+            outcome = _left_out(chunk)
         if outcome is not None:
             pieces += [source.text[done:start], outcome]
             done, changed = start + len(chunk.text), True
@@ -161,6 +175,8 @@ def _located_chunks(source: Source) -> list[tuple[Chunk, int]]:
 # Kept verbatim around a rewritten document: directives and the `---` line before it
 # (ruamel does not write them back), a `...` line after it (it separates documents).
 _HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
+# The text starts with a `---` line, after blank, comment or directive lines.
+_FIRST_MARKER = re.compile(r"(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---(?:[ \t]|\n|\Z)")
 _TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
 
 
@@ -195,6 +211,13 @@ def _convert_chunk(
     return before + dump_documents([outcome]) + chunk.text[body_end:], refused
 
 
+def _left_out(chunk: Chunk) -> str:
+    """A refused document's place in stdout: its `---` line kept, a comment for the body."""
+    head = _HEAD.match(chunk.text) if chunk.format == "yaml" else None
+    before = chunk.text[: head.end()] if head else ""
+    return f"{before}# draguard convert: document {chunk.index} refused (see stderr), not written\n"
+
+
 def _convert_one(
     name: str, number: int, document: Any, target: str, options: Options, allow_loss: bool
 ) -> tuple[Any, bool]:
@@ -226,7 +249,7 @@ def _convert_object(
     conversion = convert_document(to_plain(node), target, options=options)
     if not conversion.is_dra or conversion.document is None:
         return None, False
-    if conversion.losses and not allow_loss:
+    if conversion.losses and not (allow_loss and conversion.convertible):
         for loss in conversion.losses:
             print(f"{where}: refused: {loss}", file=sys.stderr)
         return None, True
@@ -242,9 +265,13 @@ def _emit(results: list[tuple[str, FileResult]], *, in_place: bool) -> None:
                 _write_atomically(path, result.text)
         return
     several = len(results) > 1
-    for _, result in results:
+    for k, (_, result) in enumerate(results):
         if several:
-            sys.stdout.write(f"# file: {STDIN_NAME if result.name == STDIN else result.name}\n")
+            # YAML tools read one stream: the files are its documents, `---` between them
+            # (unless the file starts with its own marker), each named in a comment.
+            separate = k > 0 and _FIRST_MARKER.match(result.text) is None
+            name = STDIN_NAME if result.name == STDIN else result.name
+            sys.stdout.write(("---\n" if separate else "") + f"# file: {name}\n")
         sys.stdout.write(
             result.text if result.text.endswith("\n") or not result.text else result.text + "\n"
         )

@@ -46,6 +46,8 @@ def main(argv: Sequence[str]) -> int:
             _say(render_table(title, trips))
             if any(not t.lossless for t in trips) and status == EXIT_OK:
                 status = EXIT_DIFFERENT
+    if reader.summary() is not None:
+        print(reader.summary(), file=sys.stderr)
     if reader.failed:
         return EXIT_USAGE
     return status

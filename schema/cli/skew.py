@@ -60,6 +60,8 @@ def main(argv: Sequence[str]) -> int:
             status = EXIT_CHANGED
     if reader.failed:
         status = EXIT_USAGE
+    if reader.summary() is not None:
+        print(reader.summary(), file=sys.stderr)
     text = json.dumps({"results": results}, indent=2) if args.output == "json" else render_text(
         results
     )

@@ -15,6 +15,12 @@ GROUP = "resource.k8s.io"
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 # The resource.k8s.io versions of those kinds, newest first (§1.2 says which release has which).
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")
+# §1.2: older versions of those kinds, with the releases that had them (both ends
+# included); no release draguard knows serves them by default. v1alpha2 is classic DRA
+# (1.26–1.30); v1alpha3 (1.31–1.33) was alpha, off by default, and from 1.34 holds
+# DeviceTaintRule only (pkg/apis/resource/v1alpha3/register.go; bicep-types-k8s'
+# generated v1.33.0 resource.k8s.io/v1alpha3 still lists ResourceClaim).
+RETIRED_VERSIONS: dict[str, tuple[int, int]] = {"v1alpha2": (26, 30), "v1alpha3": (31, 33)}
 
 # §2.4 size limits, the same in every release (`pkg/apis/resource/types.go`).
 REQUESTS_MAX = 32  # DeviceRequestsMaxSize: requests (parallel: plus prioritizedRequests), references
@@ -107,6 +113,30 @@ class Release:
         """Beta APIs are off by default; only v1 (1.34+) is served out of the box."""
         return version == "v1" and self.has_api_version(version)
 
+    @property
+    def claim_version(self) -> str:
+        """The version to write claims in for this release: v1 from 1.34, else v1beta2
+        (1.33: beta, off by default)."""
+        return "v1" if self.minor >= 34 else "v1beta2"
+
+    def no_such_version(self, kind: str, version: str) -> str:
+        """What a client hears for `kind` in a version this release does not serve at all.
+
+        The apiserver has no resource there (404); kubectl's REST mapping says it first,
+        in these words. Then the version that serves the object instead.
+        """
+        api_version = f"{GROUP}/{version}"
+        text = (f'no matches for kind "{kind}" in version "{api_version}": Kubernetes '
+                f"{self.name} serves it as {GROUP}/{self.claim_version}")
+        served = RETIRED_VERSIONS.get(version)
+        if served is not None:
+            first, last = served
+            text += f" ({version} had it in 1.{first}–1.{last}"
+            if first <= self.minor <= last:
+                text += ", an alpha API off by default, which draguard does not check"
+            text += ")"
+        return text
+
     # §3.9 validation generations.
     @property
     def short_circuit_too_many(self) -> bool:
@@ -159,6 +189,17 @@ FEATURE_SINCE: dict[str, tuple[int, str]] = {
     "capacity": (36, "DRAConsumableCapacity"),
     "distinctAttribute": (36, "DRAConsumableCapacity"),
 }
+# Alpha gates whose fields exist only behind them (off by default wherever they exist).
+ALPHA_GATES: dict[str, str] = {"derivedAttributes": "DRADerivedAttributes"}
+
+
+def gate_of(field: str) -> str:
+    """The feature gate whose being off makes a release drop `field` (§3.8)."""
+    if field in FEATURE_SINCE:
+        return FEATURE_SINCE[field][1]
+    return ALPHA_GATES.get(field, "its feature gate")
+
+
 # §1.3: allocation results name `<request>/<subrequest>` from 1.33 (alpha there); a
 # driver built against older client libraries does not parse that form.
 SUBREQUEST_RESULTS_SINCE = 33
