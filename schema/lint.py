@@ -28,6 +28,7 @@ from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type, unserved_version
 from draguard.schema.read import templates
 from draguard.schema.read.blockyaml import Head, Lines
+from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.jsondecode import Nodes
 from draguard.schema.read.sources import (
     Chunk,
@@ -129,11 +130,34 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
     located = _Located(chunk, parsed)
     items = _list_items(value)
     if items is None:
-        return [_check_object(located, value, (), None, options, validate)]
-    return [
-        _check_object(located, item, ("items", j), j, options, validate)
-        for j, item in enumerate(items)
-    ]
+        results = [_check_object(located, value, (), None, options, validate)]
+    else:
+        results = [
+            _check_object(located, item, ("items", j), j, options, validate)
+            for j, item in enumerate(items)
+        ]
+    if parsed.duplicates:
+        results = [_with_duplicates(r, parsed.duplicates, chunk) for r in results]
+    return results
+
+
+def _with_duplicates(
+    result: DocumentResult, duplicates: tuple[Duplicate, ...], chunk: Chunk
+) -> DocumentResult:
+    """Issue 17: each key written twice in a claim or template is an error at its second
+    place, naming both lines; the rest was checked on the last value, as kubectl sends it."""
+    if result.kind not in KINDS:
+        return result
+    prefix: tuple[Segment, ...] = () if result.item is None else ("items", result.item)
+    found = tuple(
+        Finding(str(FieldPath(d.path[len(prefix):])), errors.ErrorType.MALFORMED.value,
+                errors.malformed(FieldPath(), d.message(chunk.line)).message,
+                chunk.line + d.line + 1, d.column + 1 + (chunk.column if d.line == 0 else 0))
+        for d in duplicates if d.path[: len(prefix)] == prefix and len(d.path) > len(prefix)
+    )
+    if not found:
+        return result
+    return result._replace(errors=found + result.errors, skipped=False, skip_reason="")
 
 
 def _templated(chunk: Chunk, placeholder: templates.Placeholder) -> DocumentResult:

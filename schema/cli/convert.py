@@ -22,21 +22,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
 from draguard.schema.cli.frame import parse_with_release
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
-from draguard.schema.model.releases import DEFAULT_RELEASE
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import DEFAULT_RELEASE, KINDS
 from draguard.schema.read import templates
+from draguard.schema.read.duplicates import Duplicate
+from draguard.schema.read.jsondecode import loads_checked
 from draguard.schema.read.sources import (
     STDIN,
     STDIN_NAME,
     Chunk,
+    Parsed,
     Source,
     Unreadable,
     expand_paths,
+    parse,
     read_source,
     split_documents,
 )
@@ -143,6 +149,12 @@ def convert_file(
             continue
         try:
             outcome, chunk_refused = _convert_chunk(chunk, target, options, allow_loss)
+        except _Repeated as exc:  # refused whatever `--allow-loss` says (issue 17)
+            for duplicate in exc.duplicates:
+                print(f"{source.name}: document {chunk.index}: refused: "
+                      f"{FieldPath(duplicate.path)}: {duplicate.message(chunk.line)}",
+                      file=sys.stderr)
+            outcome, chunk_refused = None, True
         # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
         # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
         except (YAMLError, ValueError, RecursionError) as exc:
@@ -185,7 +197,9 @@ def _convert_chunk(
 ) -> tuple[str | None, bool]:
     """The new text of one document (None: leave it as it is), and whether anything was refused."""
     if chunk.format == "json":
-        document: Any = json.loads(chunk.text)
+        document, duplicates = loads_checked(chunk.text)
+        if duplicates and _checked_kind(document):
+            raise _Repeated(duplicates)
         outcome, refused = _convert_one(
             chunk.file, chunk.index, document, target, options, allow_loss
         )
@@ -196,7 +210,16 @@ def _convert_chunk(
     body_start = head.end() if head else 0
     tail = _TAIL.search(chunk.text, body_start)
     body_end = tail.start() if tail else len(chunk.text)
-    documents = load_documents(chunk.text[body_start:body_end])
+    try:
+        documents = load_documents(chunk.text[body_start:body_end])
+    except DuplicateKeyError:
+        # ruamel names the second key only: draguard's own reader has both places.
+        parsed = parse(chunk)
+        if not isinstance(parsed, Parsed) or not parsed.duplicates:
+            raise
+        if _checked_kind(parsed.value):
+            raise _Repeated(list(parsed.duplicates)) from None
+        return None, False  # not a claim: left as it is, as lint leaves it
     if len(documents) != 1:
         return None, False
     check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
@@ -209,6 +232,20 @@ def _convert_chunk(
     if not head and chunk.text.startswith("---"):
         before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
     return before + dump_documents([outcome]) + chunk.text[body_end:], refused
+
+
+def _checked_kind(document: Any) -> bool:
+    """A claim, a template or a list (which may hold them): what lint checks."""
+    kind = _kind(document)
+    return isinstance(kind, str) and (kind in KINDS or kind.endswith("List"))
+
+
+class _Repeated(Exception):
+    """A document with a key written twice: kubectl would send only the last value."""
+
+    def __init__(self, duplicates: list[Duplicate]) -> None:
+        super().__init__("duplicate keys")
+        self.duplicates = duplicates
 
 
 def _left_out(chunk: Chunk) -> str:

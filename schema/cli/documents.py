@@ -20,7 +20,7 @@ from draguard.schema.read.sources import (
     SyntaxProblem,
     Unreadable,
     expand_paths,
-    load,
+    parse,
     read_source,
     split_documents,
 )
@@ -48,11 +48,15 @@ class DocumentReader:
                           f"document {chunk.index}: {placeholder.message}", file=sys.stderr)
                     self.templated += 1
                     continue
-                obj = load(chunk)
-                if isinstance(obj, SyntaxProblem):
-                    self._fail(f"{chunk.file}:{obj.line}:{obj.column}: {obj.detail}")
+                parsed = parse(chunk)
+                if isinstance(parsed, SyntaxProblem):
+                    self._fail(f"{chunk.file}:{parsed.line}:{parsed.column}: {parsed.detail}")
                     continue
-                yield chunk, obj
+                for duplicate in parsed.duplicates:  # said, then checked as kubectl sends it
+                    print(f"{self.prog}: {chunk.file}:{chunk.line + duplicate.line + 1}: "
+                          f"document {chunk.index}: {duplicate.message(chunk.line)}",
+                          file=sys.stderr)
+                yield chunk, parsed.value
 
     def summary(self) -> str | None:
         """The count of templates left unchecked, for stderr at the end; None for none."""

@@ -274,3 +274,78 @@ def test_source_version_missing_in_the_release_is_not_called_unknown(
     assert "Unknown" not in err and "dropped: dropped" not in err
     assert (f"{path}: document 0: refused: apiVersion: resource.k8s.io/v1 does not exist in "
             "Kubernetes 1.33: that apiserver cannot read the source") in err
+
+
+# --- duplicate keys ---------------------------------------------------------------------------
+# kubectl keeps the last value without a word (kubernetes#125885, #99286, #89303); the
+# apiserver's strict decoding refuses the body: `duplicate field "metadata"`.
+
+DUPLICATE_YAML = claim_text("resource.k8s.io/v1", name="one").replace(
+    "spec:", "metadata:\n  name: two\nspec:", 1
+)
+DUPLICATE_JSON = (
+    '{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",\n'
+    ' "metadata": {"name": "a", "name": "b"},\n'
+    ' "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}}\n'
+)
+
+
+def test_lint_reports_a_duplicate_yaml_key_with_both_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, "dup.yaml", DUPLICATE_YAML)
+    status, out, _ = lint([path])
+    assert status == 1
+    assert out.splitlines() == [
+        f'{path}:5:1: metadata: Malformed value: duplicate key "metadata" (lines 3 and 5): the '
+        "apiserver's strict decoding refuses it (duplicate field \"metadata\"); kubectl "
+        "silently sends the last value (line 5)",
+        "1 document: 0 valid, 1 invalid, 0 skipped",
+    ]
+    _, out, _ = lint(["-o", "json", path])
+    assert json.loads(out)["results"][0]["name"] == "two"  # checked as kubectl sends it
+
+
+def test_lint_reports_a_duplicate_json_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "dup.json", DUPLICATE_JSON)
+    status, out, _ = lint([path])
+    assert status == 1
+    assert out.startswith(f'{path}:2:28: metadata.name: Malformed value: duplicate key "name" '
+                          "(line 2, columns 15 and 28)")
+
+
+def test_lint_places_a_duplicate_inside_a_list_item(tmp_path: Path) -> None:
+    text = ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n"
+            "  kind: ResourceClaim\n  metadata: {name: a}\n  spec:\n    devices:\n"
+            "      requests:\n      - name: r\n        exactly:\n          count: 1\n"
+            "          deviceClassName: c\n          count: 2\n")
+    status, out, _ = lint([write(tmp_path, "list.yaml", text)])
+    assert status == 1
+    assert ":14:11: spec.devices.requests[0].exactly.count: Malformed value: duplicate key " \
+           '"count" (lines 12 and 14)' in out
+
+
+def test_duplicates_elsewhere_stay_quiet_in_lint(tmp_path: Path) -> None:
+    """Only what lint checks: a ConfigMap with a repeated key is still just skipped."""
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: '1', x: '2'}\n"
+    assert lint([write(tmp_path, "cm.yaml", text)])[0] == 0
+
+
+@pytest.mark.parametrize(("name", "text"), [("dup.yaml", DUPLICATE_YAML), ("dup.json", DUPLICATE_JSON)])
+def test_convert_refuses_a_duplicate_key(
+    tmp_path: Path, name: str, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, name, text)
+    for extra in ([], ["--allow-loss"]):
+        status, out, err = run(convert_cli.main, ["--to", "v1beta1", *extra, path], capsys)
+        assert status == 1  # not 2: the rest of the run goes on
+        assert "refused (see stderr), not written" in out
+        assert f"{path}: document 0: refused: metadata" in err and "duplicate key" in err
+
+
+def test_skew_names_a_duplicate_and_checks_the_last_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "dup.yaml", DUPLICATE_YAML)
+    status, out, err = run(skew_cli.main, ["--from", "1.37", "--to", "1.37", path], capsys)
+    assert status == 0
+    assert "ResourceClaim two" in out
+    assert f'draguard skew: {path}:5: document 0: duplicate key "metadata" (lines 3 and 5)' in err
