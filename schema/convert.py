@@ -235,13 +235,18 @@ def _convert_version(
     # has in this release, and every version of a release has the same fields, moved
     # (§2.1, §2.2, §5.0); the property tests validate every conversion's output.
     # Reading already reported a source version the release lacks; say it once.
-    if not options.release.has_api_version(target) and target != doc_type.version:
-        losses.append(
-            Loss(
-                FieldPath.root("apiVersion"),
-                f"{GROUP}/{target} does not exist in Kubernetes {options.release.name}",
-            )
-        )
+    release = options.release
+    if target != doc_type.version:
+        gate = release.api_gate(target)
+        if not release.has_api_version(target):
+            reason = f"{GROUP}/{target} does not exist in Kubernetes {release.name}"
+        elif gate is not None:  # 1.38's v1beta1 (issue 17)
+            reason = (f"Kubernetes {release.name} installs {GROUP}/{target} only with the "
+                      f"{gate} feature gate, off by default")
+        else:
+            reason = ""
+        if reason:
+            losses.append(Loss(FieldPath.root("apiVersion"), reason))
     return document, losses
 
 

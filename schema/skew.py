@@ -90,9 +90,13 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
     enabled = _enabled_view(obj, release)
     if release.serves_by_default(version):
         return enabled
+    gate = release.api_gate(version)
+    how = f"--runtime-config={api_version}=true"
+    if gate is not None:
+        how = f"the {gate} feature gate (off by default) and {how}"
     explanation = (
         f"{api_version} is a beta API, not served by default in {release.name} (enable it with "
-        f"--runtime-config={api_version}=true)"
+        f"{how})"
         # The words, not just the verdict (which `if_enabled` carries): in 1.33 no version
         # that has firstAvailable is served by default, so this is the only place its drop
         # is explained.
@@ -111,8 +115,10 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
 
 
 def _absence(api_version: str, version: str, release: Release) -> str:
-    removed = {"v1beta1": 38, "v1beta2": 39}.get(version)
+    removed = {"v1beta1": 39, "v1beta2": 39}.get(version)
     if removed is not None and release.minor >= removed:
+        if version == "v1beta1":  # lifecycle: removed in 1.38, where a gate still installs it
+            return f"{api_version} was removed in 1.38 (1.38 installs it only with DRAResourceV1beta1API)"
         return f"{api_version} was removed in 1.{removed}"
     introduced = {"v1beta1": 32, "v1beta2": 33, "v1": 34}[version]
     return f"{api_version} does not exist before 1.{introduced}"

@@ -100,9 +100,9 @@ class Release:
 
     # §1.2 API versions.
     def has_api_version(self, version: str) -> bool:
-        """The version exists (possibly off by default) in this release."""
+        """The version exists (possibly off by default, or behind `api_gate`) in this release."""
         if version == "v1beta1":
-            return 32 <= self.minor < 38
+            return 32 <= self.minor <= 38
         if version == "v1beta2":
             return 33 <= self.minor < 39
         if version == "v1":
@@ -112,6 +112,27 @@ class Release:
     def serves_by_default(self, version: str) -> bool:
         """Beta APIs are off by default; only v1 (1.34+) is served out of the box."""
         return version == "v1" and self.has_api_version(version)
+
+    def api_gate(self, version: str) -> str | None:
+        """The feature gate without which this release does not install `version` at all.
+
+        1.38 installs resource.k8s.io/v1beta1 only with DRAResourceV1beta1API on, off by
+        default (pkg/apis/resource/install/install.go: "Not installing
+        resource.k8s.io/v1beta1, DRAResourceV1beta1API feature gate is disabled"; its
+        test case is named "disabled-by-default"), never as a preferred version. The
+        gate is not in the 1.37 table (pkg/features/kube_features.go at 1.37), so 1.37
+        installs v1beta1 as before; its prerelease lifecycle says removed in 1.38, and
+        no release after 1.38 is known to have it.
+        """
+        return "DRAResourceV1beta1API" if version == "v1beta1" and self.minor >= 38 else None
+
+    @property
+    def dynamic_resource_allocation_gate(self) -> bool:
+        """Whether the `DynamicResourceAllocation` gate still exists (GA and locked on
+        since 1.35; kube_features.go: "remove completely in 1.38", kubernetes#134459).
+        Claims are unaffected either way; a component started with
+        `--feature-gates=DynamicResourceAllocation=true` fails to start once it is gone."""
+        return self.minor < 38
 
     @property
     def claim_version(self) -> str:

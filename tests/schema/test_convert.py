@@ -142,7 +142,7 @@ def test_claim_of_an_unserved_version_is_refused(target: str, version: str) -> N
             "v1beta1",
             at("1.38"),
             ["apiVersion"],
-            id="v1beta1-gone-in-1.38",
+            id="v1beta1-behind-a-gate-in-1.38",
         ),
         pytest.param(claim("v1", [NIC, GPU]), "v1beta1", Options(), [], id="nothing-lost"),
     ],

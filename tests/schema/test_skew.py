@@ -55,11 +55,34 @@ def test_v1beta2_gate_off_in_1_33_and_removal() -> None:
     assert result["1.39"] == (False, "rejected", None)
 
 
-def test_v1beta1_removed_in_1_38() -> None:
-    """v1beta1 exists through 1.37 and is gone from 1.38."""
+def test_v1beta1_behind_a_gate_in_1_38() -> None:
+    """v1beta1: beta through 1.37; 1.38 installs it only with DRAResourceV1beta1API, off by
+    default (upstream pkg/apis/resource/install/install.go, its "disabled-by-default" test
+    case); its prerelease lifecycle says removed in 1.38, so 1.39 has none (issue 17)."""
     result = verdicts(claim("v1beta1", [PRIORITIZED]))
     assert result["1.37"][2] == "accepted"
-    assert result["1.38"] == (False, "rejected", None)
+    assert result["1.38"] == (False, "rejected", "accepted")
+    assert result["1.39"] == (False, "rejected", None)
+    views = {v.version: v for v in skew_document(claim("v1beta1", [PRIORITIZED]),
+                                                  releases_between("1.37", "1.39")) or []}
+    assert "DRAResourceV1beta1API" not in views["1.37"].explanation
+    assert views["1.38"].explanation.startswith(
+        "resource.k8s.io/v1beta1 is a beta API, not served by default in 1.38 (enable it with "
+        "the DRAResourceV1beta1API feature gate (off by default) and "
+        "--runtime-config=resource.k8s.io/v1beta1=true)"
+    )
+    assert views["1.39"].explanation.startswith("resource.k8s.io/v1beta1 was removed in 1.38")
+
+
+def test_dynamic_resource_allocation_gate_goes_in_1_38() -> None:
+    """GA and locked on since 1.35; kube_features.go: "remove completely in 1.38"
+    (kubernetes#134459). Nothing changes for claims: 1.38 treats a v1 claim as 1.37 does."""
+    from draguard.schema.model.releases import release
+
+    assert release("1.37").dynamic_resource_allocation_gate
+    assert not release("1.38").dynamic_resource_allocation_gate
+    result = verdicts(claim("v1", [PRIORITIZED]))
+    assert result["1.38"] == result["1.37"] == (True, "accepted", None)
 
 
 def test_explanation_in_words() -> None:
