@@ -9,7 +9,7 @@ drivers) that are older than the features the claim uses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from draguard.schema.advice.skew import SKEW_CODES
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import FEATURE_SINCE, GROUP, RELEASES, Release
+from draguard.schema.model.releases import DEFAULT_RELEASE, FEATURE_SINCE, GROUP, RELEASES, Release
 from draguard.schema.model.shapes import identify, unserved_version
 from draguard.schema.validate import validate_object
 
@@ -183,11 +183,18 @@ def _has(node: Any, part: Any) -> bool:
     return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
-def skew_advice(obj: Any) -> list[Advice]:
-    """The `skew-*` advice of the newest release: the scheduler/kubelet/driver view.
+def skew_advice(obj: Any, releases: Sequence[Release] = ()) -> list[Advice]:
+    """The `skew-*` advice for clusters at `releases` (default: the newest): the
+    scheduler/kubelet/driver view within each one's version-skew window (advice/skew.py),
+    each code and field once, as the oldest release that gives it words it.
 
-    The same `Advice` lint and the webhook give (advice/skew.py), less the codes the
-    object silences with `draguard.io/ignore`.
+    The same `Advice` lint and the webhook give, less the codes the object silences
+    with `draguard.io/ignore`.
     """
-    verdict = validate_object(obj, options=Options(default_namespace="default"))
-    return [item for item in verdict.warnings if item.code in SKEW_CODES]
+    seen: dict[tuple[str, str], Advice] = {}
+    for release in releases or (DEFAULT_RELEASE,):
+        verdict = validate_object(obj, options=Options(release=release, default_namespace="default"))
+        for item in verdict.warnings:
+            if item.code in SKEW_CODES:
+                seen.setdefault((item.code, item.field), item)
+    return list(seen.values())

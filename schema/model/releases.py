@@ -221,6 +221,15 @@ def gate_of(field: str) -> str:
     return ALPHA_GATES.get(field, "its feature gate")
 
 
+# The supported version skew (https://kubernetes.io/releases/version-skew-policy/):
+# kube-scheduler and kube-controller-manager "may be up to one minor version older" than
+# kube-apiserver; kubelet "may be up to three minor versions older" (and with it the DRA
+# drivers it calls). A component within that window that lacks a feature is a real risk
+# for a cluster at the target release; one outside it is not (issue 17).
+CONTROL_PLANE_SKEW = 1
+KUBELET_SKEW = 3
+
+
 # §1.3: allocation results name `<request>/<subrequest>` from 1.33 (alpha there); a
 # driver built against older client libraries does not parse that form.
 SUBREQUEST_RESULTS_SINCE = 33

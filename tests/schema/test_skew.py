@@ -127,9 +127,28 @@ def test_1_34_drops_less_than_its_gates_say() -> None:
 
 
 def test_skew_advice_scheduler_view() -> None:
-    """The scheduler view is the `skew-first-available` advice lint and the webhook give."""
-    [item] = skew_advice(claim("v1", [PRIORITIZED]))
+    """The scheduler view is the `skew-first-available` advice lint and the webhook give,
+    for a cluster at the given release: at 1.34 the version-skew policy allows a 1.33
+    kube-scheduler, which lacks firstAvailable; at 1.37 (default) no allowed one does."""
+    from draguard.schema.model.releases import release
+
+    [item] = skew_advice(claim("v1", [PRIORITIZED]), [release("1.34")])
     assert item.code == "skew-first-available" and "before 1.34" in item.message
+    assert skew_advice(claim("v1", [PRIORITIZED])) == []
+
+
+def test_cli_warnings_are_those_of_the_releases_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(claim("v1", [PRIORITIZED])))
+    main([str(path), "--output", "json"])  # from 1.33: 1.33 drops the list, 1.34 warns
+    assert [w["code"] for w in json.loads(capsys.readouterr().out)["results"][0]["warnings"]] == [
+        "skew-first-available"]
+    main([str(path), "--output", "json", "--from", "1.35"])
+    assert json.loads(capsys.readouterr().out)["results"][0]["warnings"] == []
 
 
 def test_cli_json_shape_and_exit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
