@@ -186,6 +186,19 @@ class Release:
         return False
 
     @property
+    def declarative_beta(self) -> bool:
+        """1.37+: `+k8s:beta(since: "1.37")` declarative rules are enforced (issue 17).
+
+        `DeclarativeValidationBeta` is on by default from 1.36, and the claim types' tags
+        carry the beta prefix from 1.37 (alpha, always shadowed, in 1.36). Enforced, a
+        beta error replaces the hand-written error it covers (same type, field and
+        origin) and is appended after all hand-written errors: apiserver
+        pkg/registry/rest `ValidateDeclarativelyWithMigrationChecks`, apimachinery
+        pkg/api/validate `FilterCoveredHandwrittenErrors`.
+        """
+        return self.minor >= 37
+
+    @property
     def toleration_effects(self) -> tuple[str, ...]:
         """Rule 16: `None` joined the effects in 1.35 (sorted as upstream lists them)."""
         if self.minor >= 35:
