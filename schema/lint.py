@@ -150,7 +150,7 @@ def _with_duplicates(
         return result
     prefix: tuple[Segment, ...] = () if result.item is None else ("items", result.item)
     found = tuple(
-        Finding(str(FieldPath(d.path[len(prefix):])), errors.ErrorType.MALFORMED.value,
+        Finding(FieldPath(d.path[len(prefix):]), errors.ErrorType.MALFORMED.value,
                 errors.malformed(FieldPath(), d.message(chunk.line)).message,
                 chunk.line + d.line + 1, d.column + 1 + (chunk.column if d.line == 0 else 0))
         for d in duplicates if d.path[: len(prefix)] == prefix and len(d.path) > len(prefix)

@@ -134,6 +134,8 @@ def _not_validated(result: DocumentResult) -> bool:
 
 # --- text --------------------------------------------------------------------------
 
+_NO_PATH = FieldPath()  # a line about the whole document (a template)
+
 def render_text(report: Report) -> str:
     """`file:line:col: field: message`, one finding a line, then a summary line."""
     lines: list[str] = []
@@ -141,7 +143,7 @@ def render_text(report: Report) -> str:
         for err in result.errors:
             lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
         lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
-    lines.extend(_text_line(r.file, r.line, r.column, "", r.skip_reason)
+    lines.extend(_text_line(r.file, r.line, r.column, _NO_PATH, r.skip_reason)
                  for r in report.templated)
     s = report.summary()
     noun = "document" if s.documents == 1 else "documents"
