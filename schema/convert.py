@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draguard.schema.model.diff import Change, diff
+from draguard.schema.model.errors import FieldError
 from draguard.schema.model.fieldmap import (
     ORDER_ANNOTATION,
     PARALLEL_KEY,
@@ -28,8 +29,14 @@ from draguard.schema.model.fieldmap import (
 )
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import GROUP
-from draguard.schema.model.shapes import DocumentType, document_node, identify, read
+from draguard.schema.model.releases import GROUP, gate_of
+from draguard.schema.model.shapes import (
+    DocumentType,
+    document_node,
+    identify,
+    read,
+    unserved_version,
+)
 from draguard.schema.validate import prepare
 
 VERSION_TARGETS = ("v1", "v1beta2", "v1beta1")
@@ -82,6 +89,11 @@ class Conversion:
     def lossless(self) -> bool:
         return not self.losses
 
+    @property
+    def convertible(self) -> bool:
+        """False for a claim in a version no release serves: refused even with loss allowed."""
+        return self.source_shape is not None
+
 
 def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS) -> Conversion:
     """Convert one document to `target` (a version or a layout); see the module docstring."""
@@ -91,7 +103,12 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
         )
     doc_type = identify(obj)
     if doc_type is None:
-        return Conversion(None, None, target)
+        err = unserved_version(obj, options.release)
+        if err is None:
+            return Conversion(None, None, target)
+        # A claim in a version no release serves (issue 17): nothing to convert from,
+        # and no `--allow-loss` makes it convertible (`source_shape` None says so).
+        return Conversion(_plain_copy(obj), None, target, (Loss(err.path, err.detail),), obj)
     if target in LAYOUT_TARGETS:
         document, losses = _convert_layout(obj, doc_type, target, options)
     else:
@@ -196,9 +213,10 @@ def _convert_version(
     obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
     prepared = prepare(obj, doc_type, options)
-    losses = [Loss(f.path, f"{f.type.value}: {f.detail}") for f in prepared.findings]
+    losses = [_reading_loss(f, options) for f in prepared.findings]
     losses += [
-        Loss(p, f"dropped: its feature gate is off by default in Kubernetes {options.release.name}")
+        Loss(p, f"feature gate {gate_of(str(p.parts[-1]))} is off by default in Kubernetes "
+                f"{options.release.name}, whose apiserver drops this field on create")
         for p in prepared.dropped
     ]
     document = prepared.document
@@ -217,14 +235,29 @@ def _convert_version(
     # has in this release, and every version of a release has the same fields, moved
     # (§2.1, §2.2, §5.0); the property tests validate every conversion's output.
     # Reading already reported a source version the release lacks; say it once.
-    if not options.release.has_api_version(target) and target != doc_type.version:
-        losses.append(
-            Loss(
-                FieldPath.root("apiVersion"),
-                f"{GROUP}/{target} does not exist in Kubernetes {options.release.name}",
-            )
-        )
+    release = options.release
+    if target != doc_type.version:
+        gate = release.api_gate(target)
+        if not release.has_api_version(target):
+            reason = f"{GROUP}/{target} does not exist in Kubernetes {release.name}"
+        elif gate is not None:  # 1.38's v1beta1 (issue 17)
+            reason = (f"Kubernetes {release.name} installs {GROUP}/{target} only with the "
+                      f"{gate} feature gate, off by default")
+        else:
+            reason = ""
+        if reason:
+            losses.append(Loss(FieldPath.root("apiVersion"), reason))
     return document, losses
+
+
+def _reading_loss(finding: FieldError, options: Options) -> Loss:
+    """A decoding finding as a loss; a source version the release lacks said as such."""
+    if finding.path == _API_VERSION:
+        return Loss(finding.path, f"{finding.detail}: that apiserver cannot read the source")
+    return Loss(finding.path, f"{finding.type.value}: {finding.detail}")
+
+
+_API_VERSION = FieldPath.root("apiVersion")
 
 
 def _write_class_names(spec: dict[str, Any]) -> None:

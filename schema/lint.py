@@ -27,8 +27,10 @@ from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import KINDS
-from draguard.schema.model.shapes import json_type
+from draguard.schema.model.shapes import json_type, unserved_version
+from draguard.schema.read import templates
 from draguard.schema.read.blockyaml import Head, Lines
+from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.jsondecode import Nodes
 from draguard.schema.read.lists import cut_list
 from draguard.schema.read.sources import (
@@ -124,6 +126,9 @@ def check_chunk(
 
 
 def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[DocumentResult]:
+    placeholder = templates.find(chunk.text)
+    if placeholder is not None:
+        return [_templated(chunk, placeholder)]
     head = peek(chunk, _unchecked_kind)
     if head is not None:
         skipped = _skip_unread(chunk, head, options, validate)
@@ -138,11 +143,43 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
     located = _Located(chunk, parsed)
     items = _list_items(value)
     if items is None:
-        return [_check_object(located, value, (), None, options, validate)]
-    return [
-        _check_object(located, item, ("items", j), j, options, validate)
-        for j, item in enumerate(items)
-    ]
+        results = [_check_object(located, value, (), None, options, validate)]
+    else:
+        results = [
+            _check_object(located, item, ("items", j), j, options, validate)
+            for j, item in enumerate(items)
+        ]
+    if parsed.duplicates:
+        results = [_with_duplicates(r, parsed.duplicates, chunk) for r in results]
+    return results
+
+
+def _with_duplicates(
+    result: DocumentResult, duplicates: tuple[Duplicate, ...], chunk: Chunk
+) -> DocumentResult:
+    """Issue 17: each key written twice in a claim or template is an error at its second
+    place, naming both lines; the rest was checked on the last value, as kubectl sends it."""
+    if result.kind not in KINDS:
+        return result
+    prefix: tuple[Segment, ...] = () if result.item is None else ("items", result.item)
+    found = tuple(
+        Finding(FieldPath(d.path[len(prefix):]), errors.ErrorType.MALFORMED.value,
+                errors.malformed(FieldPath(), d.message(chunk.line)).message,
+                chunk.line + d.line + 1, d.column + 1 + (chunk.column if d.line == 0 else 0))
+        for d in duplicates if d.path[: len(prefix)] == prefix and len(d.path) > len(prefix)
+    )
+    if not found:
+        return result
+    return result._replace(errors=found + result.errors, skipped=False, skip_reason="")
+
+
+def _templated(chunk: Chunk, placeholder: templates.Placeholder) -> DocumentResult:
+    """A template is not read at all: one answer, counted apart (issue 17)."""
+    line = chunk.line + placeholder.line + 1
+    column = placeholder.column + 1 + (chunk.column if placeholder.line == 0 else 0)
+    return DocumentResult(chunk.file, chunk.index, None, None, None, None, skipped=True,
+                          skip_reason=placeholder.message, line=line, column=column,
+                          templated=True)
 
 
 def _unchecked_kind(kind: str) -> bool:
@@ -156,9 +193,11 @@ def _skip_unread(
     """The skipped result of a document known by its head; None if the rule set checks
     its kind after all (then the document is read in full)."""
     meta = {k: v for k, v in (("name", head.name), ("namespace", head.namespace)) if v}
+    obj = {"apiVersion": head.api_version, "kind": head.kind, "metadata": meta}
+    if unserved_version(obj, options.release) is not None:
+        return None  # a claim in a version no release serves: reported in full
     try:
-        verdict = validate({"apiVersion": head.api_version, "kind": head.kind,
-                            "metadata": meta}, options=options)
+        verdict = validate(obj, options=options)
     except Exception:  # the full reading reports it as this object's crash
         return None
     if not verdict.skipped:
@@ -200,6 +239,15 @@ def _check_object(
         verdict = validate(obj, options=options)
     except Exception as exc:  # a bug in the rule set must not hide the other documents
         return _crashed(located, obj, prefix, item, exc)
+    unserved = unserved_version(obj, options.release) if verdict.skipped else None
+    if unserved is not None:
+        # Issue 17: a claim in v1alpha3 (or any version no release serves) is what the
+        # apiserver refuses, not something to skip. Lint only: the webhook never sees one.
+        line, column = located.place([(*prefix, "apiVersion")])
+        return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
+                              verdict.name, verdict.namespace,
+                              (_finding(unserved, line, column),), item=item,
+                              line=located.start(prefix))
     if verdict.skipped:
         return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
                               verdict.name, verdict.namespace, item=item, skipped=True,

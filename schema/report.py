@@ -66,6 +66,8 @@ class DocumentResult(NamedTuple):
     skipped: bool = False
     skip_reason: str = ""
     line: int = 1
+    column: int = 1
+    templated: bool = False  # a template, not checked: `skip_reason` says so (issue 17)
 
     @property
     def valid(self) -> bool:
@@ -78,6 +80,7 @@ class Summary:
     valid: int
     invalid: int
     skipped: int
+    templated: int = 0  # counted apart from `skipped`
 
 
 @dataclass(slots=True)
@@ -102,10 +105,16 @@ class Report:
         """The results reporters show: every object that was not skipped."""
         return [r for r in self.results if not r.skipped]
 
+    @property
+    def templated(self) -> list[DocumentResult]:
+        return [r for r in self.results if r.templated]
+
     def summary(self) -> Summary:
         skipped = sum(1 for r in self.results if _not_validated(r))
         valid = sum(1 for r in self.results if r.valid and not _not_validated(r))
-        return Summary(len(self.results), valid, len(self.results) - skipped - valid, skipped)
+        templated = len(self.templated)
+        return Summary(len(self.results), valid, len(self.results) - skipped - valid,
+                       skipped - templated, templated)
 
     def has_findings(self, *, fail_on_warning: bool = False) -> bool:
         if any(r.errors for r in self.results):
@@ -125,6 +134,8 @@ def _not_validated(result: DocumentResult) -> bool:
 
 # --- text --------------------------------------------------------------------------
 
+_NO_PATH = FieldPath()  # a line about the whole document (a template)
+
 def render_text(report: Report) -> str:
     """`file:line:col: field: message`, one finding a line, then a summary line."""
     lines: list[str] = []
@@ -132,10 +143,12 @@ def render_text(report: Report) -> str:
         for err in result.errors:
             lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
         lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
+    lines.extend(_text_line(r.file, r.line, r.column, _NO_PATH, r.skip_reason)
+                 for r in report.templated)
     s = report.summary()
     noun = "document" if s.documents == 1 else "documents"
     lines.append(f"{s.documents} {noun}: {s.valid} valid, {s.invalid} invalid, "
-                 f"{s.skipped} skipped")
+                 f"{s.skipped} skipped" + (f", {s.templated} templated" if s.templated else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -154,11 +167,18 @@ def _warning_line(file: str, warn: LintWarning) -> str:
 def render_json(report: Report) -> str:
     """The object of `contract.md` §4: `results` and `summary`."""
     s = report.summary()
-    out = {
+    out: dict[str, Any] = {
         "results": [result_json(r) for r in report.checked],
         "summary": {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
                     "skipped": s.skipped},
     }
+    if s.templated:  # only then, so that the usual output stays as contract §4 shows it
+        out["summary"] = {**out["summary"], "templated": s.templated}
+        out["templated"] = [
+            {"file": r.file, "document": r.document, "line": r.line, "column": r.column,
+             "message": r.skip_reason}
+            for r in report.templated
+        ]
     # No indent: only the compact form is encoded in C, and tools are the readers.
     return json.dumps(out) + "\n"
 

@@ -18,7 +18,7 @@ from draguard.schema.model.defaults import default_claim_spec
 from draguard.schema.model.diff import Change, diff, without_empties
 from draguard.schema.model.fieldmap import ORDER_ANNOTATION
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
-from draguard.schema.model.shapes import identify
+from draguard.schema.model.shapes import identify, unserved_version
 from draguard.schema.validate import prepare
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
@@ -41,7 +41,11 @@ class Trip:
 def round_trips(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> list[Trip] | None:
     """Every ordered pair of distinct shapes; None when `obj` is not a DRA claim or template."""
     if identify(obj) is None:
-        return None
+        err = unserved_version(obj, options.release)
+        if err is None:
+            return None
+        # No shape to start from (issue 17): every trip is refused with the one reason.
+        return [Trip(a, b, refused=f"cannot reach {a}: {err}") for a, b in permutations(SHAPES, 2)]
     return [round_trip(obj, a, b, options=options) for a, b in permutations(SHAPES, 2)]
 
 

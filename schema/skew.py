@@ -9,7 +9,7 @@ drivers) that are older than the features the claim uses.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +18,8 @@ from draguard.schema.advice.skew import SKEW_CODES
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import FEATURE_SINCE, GROUP, RELEASES, Release
-from draguard.schema.model.shapes import identify
+from draguard.schema.model.releases import DEFAULT_RELEASE, FEATURE_SINCE, GROUP, RELEASES, Release
+from draguard.schema.model.shapes import identify, unserved_version
 from draguard.schema.validate import validate_object
 
 _GATE_OF = {name: gate for name, (_, gate) in FEATURE_SINCE.items()}
@@ -55,8 +55,17 @@ def skew_document(obj: Any, releases: list[Release]) -> list[ReleaseView] | None
     """Per release, what happens to `obj`; None when it is not a DRA claim or template."""
     doc_type = identify(obj)
     if doc_type is None:
-        return None
+        if not releases or unserved_version(obj, releases[0]) is None:
+            return None
+        return [_unserved_view(obj, release) for release in releases]
     return [_view(obj, doc_type.version, release) for release in releases]
+
+
+def _unserved_view(obj: Any, release: Release) -> ReleaseView:
+    """A claim in a version no release serves (v1alpha3): rejected everywhere (issue 17)."""
+    err = unserved_version(obj, release)
+    detail = err.detail if err is not None else ""
+    return ReleaseView(release.name, False, (), "rejected", (), detail, has_version=False)
 
 
 def _view(obj: Any, version: str, release: Release) -> ReleaseView:
@@ -81,9 +90,13 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
     enabled = _enabled_view(obj, release)
     if release.serves_by_default(version):
         return enabled
+    gate = release.api_gate(version)
+    how = f"--runtime-config={api_version}=true"
+    if gate is not None:
+        how = f"the {gate} feature gate (off by default) and {how}"
     explanation = (
         f"{api_version} is a beta API, not served by default in {release.name} (enable it with "
-        f"--runtime-config={api_version}=true)"
+        f"{how})"
         # The words, not just the verdict (which `if_enabled` carries): in 1.33 no version
         # that has firstAvailable is served by default, so this is the only place its drop
         # is explained.
@@ -102,8 +115,10 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
 
 
 def _absence(api_version: str, version: str, release: Release) -> str:
-    removed = {"v1beta1": 38, "v1beta2": 39}.get(version)
+    removed = {"v1beta1": 39, "v1beta2": 39}.get(version)
     if removed is not None and release.minor >= removed:
+        if version == "v1beta1":  # lifecycle: removed in 1.38, where a gate still installs it
+            return f"{api_version} was removed in 1.38 (1.38 installs it only with DRAResourceV1beta1API)"
         return f"{api_version} was removed in 1.{removed}"
     introduced = {"v1beta1": 32, "v1beta2": 33, "v1": 34}[version]
     return f"{api_version} does not exist before 1.{introduced}"
@@ -168,11 +183,18 @@ def _has(node: Any, part: Any) -> bool:
     return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
-def skew_advice(obj: Any) -> list[Advice]:
-    """The `skew-*` advice of the newest release: the scheduler/kubelet/driver view.
+def skew_advice(obj: Any, releases: Sequence[Release] = ()) -> list[Advice]:
+    """The `skew-*` advice for clusters at `releases` (default: the newest): the
+    scheduler/kubelet/driver view within each one's version-skew window (advice/skew.py),
+    each code and field once, as the oldest release that gives it words it.
 
-    The same `Advice` lint and the webhook give (advice/skew.py), less the codes the
-    object silences with `draguard.io/ignore`.
+    The same `Advice` lint and the webhook give, less the codes the object silences
+    with `draguard.io/ignore`.
     """
-    verdict = validate_object(obj, options=Options(default_namespace="default"))
-    return [item for item in verdict.warnings if item.code in SKEW_CODES]
+    seen: dict[tuple[str, str], Advice] = {}
+    for release in releases or (DEFAULT_RELEASE,):
+        verdict = validate_object(obj, options=Options(release=release, default_namespace="default"))
+        for item in verdict.warnings:
+            if item.code in SKEW_CODES:
+                seen.setdefault((item.code, item.field), item)
+    return list(seen.values())

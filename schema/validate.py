@@ -55,6 +55,7 @@ from draguard.schema.model.shapes import (
     identify,
     read,
 )
+from draguard.schema.rules.declarative import merge_declarative
 from draguard.schema.rules.metadata import validate_object_meta, validate_template_meta
 from draguard.schema.rules.spec import ONE_OF_REQUIRED, rules_for
 
@@ -393,6 +394,9 @@ def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     if kind == "ResourceClaimTemplate":
         errors += validate_template_meta(document["spec"].get("metadata", {}), _TEMPLATE_METADATA)
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
+    if options.release.declarative_beta:
+        spec_errors = merge_declarative(list(spec_errors), prepared.claim_spec,
+                                        prepared.spec_path)
     if prepared.origins is None:
         errors += spec_errors
     else:

@@ -51,7 +51,7 @@ def advise_claim_spec(
         return []
     dpath = path.child("devices")
     requests = gather_requests(devices)
-    out: list[Advice] = list(check_skew(devices, requests, dpath))
+    out: list[Advice] = list(check_skew(devices, requests, dpath, version.release.minor))
     if devices.get("config"):
         out.extend(check_config_names_parent(devices, dpath, version.release.minor))
     _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))

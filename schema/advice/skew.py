@@ -2,6 +2,10 @@
 
 The apiserver accepts these objects; the risk is a component one or more minors
 behind (a scheduler, controller or driver during an upgrade) that lacks the feature.
+Only a component the version-skew policy allows next to an apiserver of the target
+release counts (`releases.CONTROL_PLANE_SKEW`, `KUBELET_SKEW`): at 1.37 the oldest
+scheduler is 1.36 and the oldest kubelet 1.34, which have every feature below, so a
+1.37 target gets no skew advice (issue 17).
 Each finding is an `Advice` with a `skew-*` code, produced by `advise_claim_spec` with
 the other claim checks, so lint, the webhook and `draguard skew` show the same
 findings and `draguard.io/ignore` silences them alike.
@@ -15,7 +19,12 @@ from typing import Any
 from draguard.schema.advice.codes import Advice
 from draguard.schema.advice.requests import Request
 from draguard.schema.model.paths import FieldPath
-from draguard.schema.model.releases import FEATURE_SINCE, SUBREQUEST_RESULTS_SINCE
+from draguard.schema.model.releases import (
+    CONTROL_PLANE_SKEW,
+    FEATURE_SINCE,
+    KUBELET_SKEW,
+    SUBREQUEST_RESULTS_SINCE,
+)
 
 # Gated field → its code; the order is the order of the checks on one request.
 FIELD_CODES = {
@@ -32,19 +41,49 @@ SKEW_CODES = (
 
 
 def check_skew(
-    devices: dict[str, Any], requests: list[Request], dpath: FieldPath
+    devices: dict[str, Any], requests: list[Request], dpath: FieldPath, target: int
 ) -> Iterator[Advice]:
-    """Per request its gated features, then subrequest references, then distinctAttribute."""
+    """Per request its gated features, then subrequest references, then distinctAttribute,
+    each only when a component allowed next to a 1.`target` apiserver lacks it."""
+    scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
+    kubelet = _oldest("kubelet", target, KUBELET_SKEW)
     prioritized: set[str] = set()
     for i, request, subs, _, _ in requests:
         rpath = dpath.child("requests").index(i)
         name = _name(request)
         if subs:
             prioritized.add(name)
-            yield _first_available(name, rpath)
-        yield from _field_advice(name, request, subs, rpath)
-    yield from _reference_advice(devices, prioritized, dpath)
-    yield from _distinct_attribute_advice(devices, dpath)
+            if scheduler.lacks("firstAvailable"):
+                yield _first_available(name, rpath, scheduler)
+        yield from _field_advice(name, request, subs, rpath, scheduler)
+    if kubelet.minor < SUBREQUEST_RESULTS_SINCE:
+        yield from _reference_advice(devices, prioritized, dpath, kubelet)
+    if scheduler.lacks("distinctAttribute"):
+        yield from _distinct_attribute_advice(devices, dpath, scheduler)
+
+
+class _Oldest:
+    """The oldest release of a component the skew policy allows with the target apiserver."""
+
+    __slots__ = ("component", "minor", "target")
+
+    def __init__(self, component: str, target: int, minor: int) -> None:
+        self.component, self.target, self.minor = component, target, minor
+
+    def lacks(self, feature: str) -> bool:
+        """Its gate is not on by default there (model.releases.FEATURE_SINCE)."""
+        return self.minor < FEATURE_SINCE[feature][0]
+
+    def why(self, feature: str) -> str:
+        """Why that component may lack the feature at the target, in words."""
+        if self.target < FEATURE_SINCE[feature][0]:
+            return f"so does the {self.component} of a 1.{self.target} cluster"
+        return (f"a 1.{self.target} cluster may run {self.component} 1.{self.minor} "
+                "(version-skew policy)")
+
+
+def _oldest(component: str, target: int, skew: int) -> _Oldest:
+    return _Oldest(component, target, target - skew)
 
 
 def _since(feature: str) -> str:
@@ -52,41 +91,47 @@ def _since(feature: str) -> str:
     return f"1.{FEATURE_SINCE[feature][0]}"
 
 
-def _first_available(name: str, rpath: FieldPath) -> Advice:
+def _first_available(name: str, rpath: FieldPath, scheduler: _Oldest) -> Advice:
     # upstream-rules.md §1.1/§1.3: the gate is beta from 1.34; an older scheduler sees a
     # request with neither `exactly` nor `deviceClassName` and refuses it.
     return Advice(
         rpath.child("firstAvailable"),
         "skew-first-available",
         f"request {name} uses firstAvailable: schedulers before {_since('firstAvailable')} "
-        "cannot allocate it",
+        f"cannot allocate it, and {scheduler.why('firstAvailable')}",
     )
 
 
 def _field_advice(
-    name: str, request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath
+    name: str, request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath,
+    scheduler: _Oldest,
 ) -> Iterator[Advice]:
     exact = request.get("exactly")
     fields = exact if isinstance(exact, dict) else {}
-    # §1.1 DRAAdminAccess: default-on from 1.34; older apiservers drop the field.
-    if fields.get("adminAccess") is True:
+    # §1.1 DRAAdminAccess: default-on from 1.34; an older scheduler allocates the device
+    # as if for exclusive use.
+    if fields.get("adminAccess") is True and scheduler.lacks("adminAccess"):
         yield Advice(rpath, FIELD_CODES["adminAccess"],
-                     f"request {name} uses adminAccess: clusters before {_since('adminAccess')} "
-                     "drop it")
-    # §1.1 DRADeviceTaints: default-on from 1.36. Only 1.35 drops the field (the claim
-    # strategy's drop is kubernetes#132927); 1.33/1.34 store it and apply no device taints.
-    if fields.get("tolerations") or any(s.get("tolerations") for s in subs):
+                     f"request {name} uses adminAccess: schedulers before "
+                     f"{_since('adminAccess')} do not know it, and {scheduler.why('adminAccess')}")
+    # §1.1 DRADeviceTaints: default-on from 1.36; an older scheduler and controller-manager
+    # apply no device taints, so tolerations mean nothing there. (What the apiserver of
+    # the target itself drops is `release-drops-field`.)
+    tolerations = fields.get("tolerations") or any(s.get("tolerations") for s in subs)
+    if tolerations and scheduler.lacks("tolerations"):
         yield Advice(rpath, FIELD_CODES["tolerations"],
-                     f"request {name} uses tolerations: clusters before {_since('tolerations')} "
-                     "drop them (1.35) or ignore them (1.33, 1.34)")
+                     f"request {name} uses tolerations: schedulers before "
+                     f"{_since('tolerations')} ignore device taints, and {scheduler.why('tolerations')}")
     # §1.1 DRAConsumableCapacity: default-on from 1.36.
-    if fields.get("capacity") or any(s.get("capacity") for s in subs):
+    capacity = fields.get("capacity") or any(s.get("capacity") for s in subs)
+    if capacity and scheduler.lacks("capacity"):
         yield Advice(rpath, FIELD_CODES["capacity"],
-                     f"request {name} uses capacity: clusters before {_since('capacity')} drop it")
+                     f"request {name} uses capacity: schedulers before {_since('capacity')} "
+                     f"do not allocate by capacity, and {scheduler.why('capacity')}")
 
 
 def _reference_advice(
-    devices: dict[str, Any], prioritized: set[str], dpath: FieldPath
+    devices: dict[str, Any], prioritized: set[str], dpath: FieldPath, kubelet: _Oldest
 ) -> Iterator[Advice]:
     for section in ("constraints", "config"):
         entries = devices.get(section)
@@ -99,20 +144,23 @@ def _reference_advice(
                         dpath.child(section).index(i).child("requests").index(j),
                         "skew-subrequest-results",
                         f"{section}[{i}] names subrequest {ref}: drivers built before "
-                        f"1.{SUBREQUEST_RESULTS_SINCE} do not understand subrequest results",
+                        f"1.{SUBREQUEST_RESULTS_SINCE} do not understand subrequest results, "
+                        f"and a 1.{kubelet.target} cluster may run kubelet 1.{kubelet.minor} "
+                        "(version-skew policy) with drivers of its age",
                     )
 
 
-def _distinct_attribute_advice(devices: dict[str, Any], dpath: FieldPath) -> Iterator[Advice]:
+def _distinct_attribute_advice(
+    devices: dict[str, Any], dpath: FieldPath, scheduler: _Oldest
+) -> Iterator[Advice]:
     entries = devices.get("constraints")
     for i, entry in enumerate(entries if isinstance(entries, list) else []):
         if isinstance(entry, dict) and entry.get("distinctAttribute"):
             yield Advice(
                 dpath.child("constraints").index(i).child("distinctAttribute"),
                 "skew-distinct-attribute",
-                # 1.34's drop removed nothing until kubernetes#134962 (1.35.0).
-                f"constraints[{i}] uses distinctAttribute: clusters before "
-                f"{_since('distinctAttribute')} drop it (1.35) or ignore it (1.34)",
+                f"constraints[{i}] uses distinctAttribute: schedulers before "
+                f"{_since('distinctAttribute')} ignore it, and {scheduler.why('distinctAttribute')}",
             )
 
 

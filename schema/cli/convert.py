@@ -22,20 +22,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
 from draguard.schema.cli.frame import parse_with_release
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
-from draguard.schema.model.releases import DEFAULT_RELEASE
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.releases import DEFAULT_RELEASE, KINDS
+from draguard.schema.read import templates
+from draguard.schema.read.duplicates import Duplicate
+from draguard.schema.read.jsondecode import loads_checked
 from draguard.schema.read.sources import (
     STDIN,
     STDIN_NAME,
     Chunk,
+    Parsed,
     Source,
     Unreadable,
     expand_paths,
+    parse,
     read_source,
     split_documents,
 )
@@ -90,7 +97,8 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     status, results = EXIT_OK, []
     for path in expand_paths(args.paths):
-        result = convert_file(path, args.to, options=options, allow_loss=args.allow_loss)
+        result = convert_file(path, args.to, options=options, allow_loss=args.allow_loss,
+                              keep_refused=args.in_place)
         if result is None:
             status = EXIT_USAGE
             continue
@@ -115,13 +123,16 @@ def quiet_stdout() -> None:
 
 
 def convert_file(
-    path: str, target: str, *, options: Options, allow_loss: bool
+    path: str, target: str, *, options: Options, allow_loss: bool, keep_refused: bool = True
 ) -> FileResult | None:
     """Convert the DRA documents of one file; None when it cannot be read (named on stderr).
 
     Only the text of a converted document is rewritten; everything between documents
     (markers, comment-only pieces, other documents) is copied byte for byte, so a
-    file reads back exactly as before wherever nothing was converted.
+    file reads back exactly as before wherever nothing was converted. A refused
+    document stays as it was with `keep_refused` (a file rewritten in place); without
+    it (stdout) it is left out, a comment in its place, so that a pipe into kubectl
+    does not apply it unconverted (issue 17).
     """
     source = read_source(path)
     if isinstance(source, Unreadable):
@@ -129,8 +140,21 @@ def convert_file(
         return None
     pieces, done, changed, refused = [], 0, False, False
     for chunk, start in _located_chunks(source):
+        placeholder = templates.find(chunk.text)
+        if placeholder is not None:
+            # Issue 17: not read, left as it is, named with its line (no exit 2).
+            line = chunk.line + placeholder.line + 1
+            print(f"{source.name}:{line}: document {chunk.index}: {placeholder.message}; "
+                  "left as it is", file=sys.stderr)
+            continue
         try:
             outcome, chunk_refused = _convert_chunk(chunk, target, options, allow_loss)
+        except _Repeated as exc:  # refused whatever `--allow-loss` says (issue 17)
+            for duplicate in exc.duplicates:
+                print(f"{source.name}: document {chunk.index}: refused: "
+                      f"{FieldPath(duplicate.path)}: {duplicate.message(chunk.line)}",
+                      file=sys.stderr)
+            outcome, chunk_refused = None, True
         # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
         # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
         except (YAMLError, ValueError, RecursionError) as exc:
@@ -140,6 +164,8 @@ def convert_file(
             )
             return None
         refused = refused or chunk_refused
+        if outcome is None and chunk_refused and not keep_refused:
+            outcome = _left_out(chunk)
         if outcome is not None:
             pieces += [source.text[done:start], outcome]
             done, changed = start + len(chunk.text), True
@@ -161,6 +187,8 @@ def _located_chunks(source: Source) -> list[tuple[Chunk, int]]:
 # Kept verbatim around a rewritten document: directives and the `---` line before it
 # (ruamel does not write them back), a `...` line after it (it separates documents).
 _HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
+# The text starts with a `---` line, after blank, comment or directive lines.
+_FIRST_MARKER = re.compile(r"(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---(?:[ \t]|\n|\Z)")
 _TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
 
 
@@ -169,7 +197,9 @@ def _convert_chunk(
 ) -> tuple[str | None, bool]:
     """The new text of one document (None: leave it as it is), and whether anything was refused."""
     if chunk.format == "json":
-        document: Any = json.loads(chunk.text)
+        document, duplicates = loads_checked(chunk.text)
+        if duplicates and _checked_kind(document):
+            raise _Repeated(duplicates)
         outcome, refused = _convert_one(
             chunk.file, chunk.index, document, target, options, allow_loss
         )
@@ -180,7 +210,16 @@ def _convert_chunk(
     body_start = head.end() if head else 0
     tail = _TAIL.search(chunk.text, body_start)
     body_end = tail.start() if tail else len(chunk.text)
-    documents = load_documents(chunk.text[body_start:body_end])
+    try:
+        documents = load_documents(chunk.text[body_start:body_end])
+    except DuplicateKeyError:
+        # ruamel names the second key only: draguard's own reader has both places.
+        parsed = parse(chunk)
+        if not isinstance(parsed, Parsed) or not parsed.duplicates:
+            raise
+        if _checked_kind(parsed.value):
+            raise _Repeated(list(parsed.duplicates)) from None
+        return None, False  # not a claim: left as it is, as lint leaves it
     if len(documents) != 1:
         return None, False
     check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
@@ -193,6 +232,27 @@ def _convert_chunk(
     if not head and chunk.text.startswith("---"):
         before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
     return before + dump_documents([outcome]) + chunk.text[body_end:], refused
+
+
+def _checked_kind(document: Any) -> bool:
+    """A claim, a template or a list (which may hold them): what lint checks."""
+    kind = _kind(document)
+    return isinstance(kind, str) and (kind in KINDS or kind.endswith("List"))
+
+
+class _Repeated(Exception):
+    """A document with a key written twice: kubectl would send only the last value."""
+
+    def __init__(self, duplicates: list[Duplicate]) -> None:
+        super().__init__("duplicate keys")
+        self.duplicates = duplicates
+
+
+def _left_out(chunk: Chunk) -> str:
+    """A refused document's place in stdout: its `---` line kept, a comment for the body."""
+    head = _HEAD.match(chunk.text) if chunk.format == "yaml" else None
+    before = chunk.text[: head.end()] if head else ""
+    return f"{before}# draguard convert: document {chunk.index} refused (see stderr), not written\n"
 
 
 def _convert_one(
@@ -226,7 +286,7 @@ def _convert_object(
     conversion = convert_document(to_plain(node), target, options=options)
     if not conversion.is_dra or conversion.document is None:
         return None, False
-    if conversion.losses and not allow_loss:
+    if conversion.losses and not (allow_loss and conversion.convertible):
         for loss in conversion.losses:
             print(f"{where}: refused: {loss}", file=sys.stderr)
         return None, True
@@ -242,9 +302,13 @@ def _emit(results: list[tuple[str, FileResult]], *, in_place: bool) -> None:
                 _write_atomically(path, result.text)
         return
     several = len(results) > 1
-    for _, result in results:
+    for k, (_, result) in enumerate(results):
         if several:
-            sys.stdout.write(f"# file: {STDIN_NAME if result.name == STDIN else result.name}\n")
+            # YAML tools read one stream: the files are its documents, `---` between them
+            # (unless the file starts with its own marker), each named in a comment.
+            separate = k > 0 and _FIRST_MARKER.match(result.text) is None
+            name = STDIN_NAME if result.name == STDIN else result.name
+            sys.stdout.write(("---\n" if separate else "") + f"# file: {name}\n")
         sys.stdout.write(
             result.text if result.text.endswith("\n") or not result.text else result.text + "\n"
         )

@@ -2,7 +2,9 @@
 
 `skew` and `roundtrip` take each object of each document in turn; a file that
 cannot be read or a document that does not parse is named on stderr and makes the
-run end with exit 2, while the other inputs are still handled.
+run end with exit 2, while the other inputs are still handled. A document that looks
+like a template (`templates.find`) is not read: it is named on stderr with its line,
+counted in `templated`, and does not change the exit code (issue 17).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from draguard.schema.read import templates
 from draguard.schema.read.sources import (
     Chunk,
     SyntaxProblem,
     Unreadable,
     expand_paths,
-    load,
+    parse,
     read_source,
     split_documents,
 )
@@ -29,6 +32,7 @@ class DocumentReader:
 
     prog: str
     failed: bool = False
+    templated: int = 0
 
     def documents(self, paths: Iterable[str]) -> Iterator[tuple[Chunk, Any]]:
         for path in expand_paths(paths):
@@ -37,11 +41,29 @@ class DocumentReader:
                 self._fail(f"cannot read {source.name}: {source.reason}")
                 continue
             for chunk in split_documents(source):
-                obj = load(chunk)
-                if isinstance(obj, SyntaxProblem):
-                    self._fail(f"{chunk.file}:{obj.line}:{obj.column}: {obj.detail}")
+                placeholder = templates.find(chunk.text)
+                if placeholder is not None:
+                    line = chunk.line + placeholder.line + 1
+                    print(f"{self.prog}: {chunk.file}:{line}:{placeholder.column + 1}: "
+                          f"document {chunk.index}: {placeholder.message}", file=sys.stderr)
+                    self.templated += 1
                     continue
-                yield chunk, obj
+                parsed = parse(chunk)
+                if isinstance(parsed, SyntaxProblem):
+                    self._fail(f"{chunk.file}:{parsed.line}:{parsed.column}: {parsed.detail}")
+                    continue
+                for duplicate in parsed.duplicates:  # said, then checked as kubectl sends it
+                    print(f"{self.prog}: {chunk.file}:{chunk.line + duplicate.line + 1}: "
+                          f"document {chunk.index}: {duplicate.message(chunk.line)}",
+                          file=sys.stderr)
+                yield chunk, parsed.value
+
+    def summary(self) -> str | None:
+        """The count of templates left unchecked, for stderr at the end; None for none."""
+        if not self.templated:
+            return None
+        noun = "document looks" if self.templated == 1 else "documents look"
+        return f"{self.prog}: {self.templated} {noun} like a template, not checked: render first"
 
     def _fail(self, message: str) -> None:
         print(f"{self.prog}: {message}", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,8 @@ def main(argv: Sequence[str]) -> int:
             _say(render_table(title, trips))
             if any(not t.lossless for t in trips) and status == EXIT_OK:
                 status = EXIT_DIFFERENT
+    if reader.summary() is not None:
+        print(reader.summary(), file=sys.stderr)
     if reader.failed:
         return EXIT_USAGE
     return status

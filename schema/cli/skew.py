@@ -17,7 +17,7 @@ from typing import Any
 from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.cli.documents import DocumentReader
 from draguard.schema.model.errors import FieldError
-from draguard.schema.model.releases import NEWEST, OLDEST, RELEASES
+from draguard.schema.model.releases import NEWEST, OLDEST, RELEASES, Release
 from draguard.schema.read.sources import STDIN_NAME
 from draguard.schema.skew import ReleaseView, releases_between, skew_advice, skew_document
 
@@ -55,11 +55,13 @@ def main(argv: Sequence[str]) -> int:
         views = skew_document(obj, releases)
         if views is None:
             continue
-        results.append(_result(chunk.file, chunk.index, obj, views))
+        results.append(_result(chunk.file, chunk.index, obj, views, releases))
         if status == EXIT_OK and not all(v.fine for v in views):
             status = EXIT_CHANGED
     if reader.failed:
         status = EXIT_USAGE
+    if reader.summary() is not None:
+        print(reader.summary(), file=sys.stderr)
     text = json.dumps({"results": results}, indent=2) if args.output == "json" else render_text(
         results
     )
@@ -70,7 +72,9 @@ def main(argv: Sequence[str]) -> int:
     return status
 
 
-def _result(file: str, index: int, obj: dict[str, Any], views: list[ReleaseView]) -> dict[str, Any]:
+def _result(
+    file: str, index: int, obj: dict[str, Any], views: list[ReleaseView], releases: list[Release]
+) -> dict[str, Any]:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     return {
         "file": STDIN_NAME if file == "-" else file,
@@ -81,7 +85,8 @@ def _result(file: str, index: int, obj: dict[str, Any], views: list[ReleaseView]
         "releases": [_view_json(v) for v in views],
         "warnings": [
             {"field": item.field, "code": item.code, "message": item.message}
-            for item in skew_advice(obj)
+            # Over the releases shown: each one's version-skew window (issue 17).
+            for item in skew_advice(obj, releases)
         ],
     }
 

@@ -15,6 +15,12 @@ GROUP = "resource.k8s.io"
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 # The resource.k8s.io versions of those kinds, newest first (§1.2 says which release has which).
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")
+# §1.2: older versions of those kinds, with the releases that had them (both ends
+# included); no release draguard knows serves them by default. v1alpha2 is classic DRA
+# (1.26–1.30); v1alpha3 (1.31–1.33) was alpha, off by default, and from 1.34 holds
+# DeviceTaintRule only (pkg/apis/resource/v1alpha3/register.go; bicep-types-k8s'
+# generated v1.33.0 resource.k8s.io/v1alpha3 still lists ResourceClaim).
+RETIRED_VERSIONS: dict[str, tuple[int, int]] = {"v1alpha2": (26, 30), "v1alpha3": (31, 33)}
 
 # §2.4 size limits, the same in every release (`pkg/apis/resource/types.go`).
 REQUESTS_MAX = 32  # DeviceRequestsMaxSize: requests (parallel: plus prioritizedRequests), references
@@ -94,9 +100,9 @@ class Release:
 
     # §1.2 API versions.
     def has_api_version(self, version: str) -> bool:
-        """The version exists (possibly off by default) in this release."""
+        """The version exists (possibly off by default, or behind `api_gate`) in this release."""
         if version == "v1beta1":
-            return 32 <= self.minor < 38
+            return 32 <= self.minor <= 38
         if version == "v1beta2":
             return 33 <= self.minor < 39
         if version == "v1":
@@ -106,6 +112,51 @@ class Release:
     def serves_by_default(self, version: str) -> bool:
         """Beta APIs are off by default; only v1 (1.34+) is served out of the box."""
         return version == "v1" and self.has_api_version(version)
+
+    def api_gate(self, version: str) -> str | None:
+        """The feature gate without which this release does not install `version` at all.
+
+        1.38 installs resource.k8s.io/v1beta1 only with DRAResourceV1beta1API on, off by
+        default (pkg/apis/resource/install/install.go: "Not installing
+        resource.k8s.io/v1beta1, DRAResourceV1beta1API feature gate is disabled"; its
+        test case is named "disabled-by-default"), never as a preferred version. The
+        gate is not in the 1.37 table (pkg/features/kube_features.go at 1.37), so 1.37
+        installs v1beta1 as before; its prerelease lifecycle says removed in 1.38, and
+        no release after 1.38 is known to have it.
+        """
+        return "DRAResourceV1beta1API" if version == "v1beta1" and self.minor >= 38 else None
+
+    @property
+    def dynamic_resource_allocation_gate(self) -> bool:
+        """Whether the `DynamicResourceAllocation` gate still exists (GA and locked on
+        since 1.35; kube_features.go: "remove completely in 1.38", kubernetes#134459).
+        Claims are unaffected either way; a component started with
+        `--feature-gates=DynamicResourceAllocation=true` fails to start once it is gone."""
+        return self.minor < 38
+
+    @property
+    def claim_version(self) -> str:
+        """The version to write claims in for this release: v1 from 1.34, else v1beta2
+        (1.33: beta, off by default)."""
+        return "v1" if self.minor >= 34 else "v1beta2"
+
+    def no_such_version(self, kind: str, version: str) -> str:
+        """What a client hears for `kind` in a version this release does not serve at all.
+
+        The apiserver has no resource there (404); kubectl's REST mapping says it first,
+        in these words. Then the version that serves the object instead.
+        """
+        api_version = f"{GROUP}/{version}"
+        text = (f'no matches for kind "{kind}" in version "{api_version}": Kubernetes '
+                f"{self.name} serves it as {GROUP}/{self.claim_version}")
+        served = RETIRED_VERSIONS.get(version)
+        if served is not None:
+            first, last = served
+            text += f" ({version} had it in 1.{first}–1.{last}"
+            if first <= self.minor <= last:
+                text += ", an alpha API off by default, which draguard does not check"
+            text += ")"
+        return text
 
     # §3.9 validation generations.
     @property
@@ -135,6 +186,19 @@ class Release:
         return False
 
     @property
+    def declarative_beta(self) -> bool:
+        """1.37+: `+k8s:beta(since: "1.37")` declarative rules are enforced (issue 17).
+
+        `DeclarativeValidationBeta` is on by default from 1.36, and the claim types' tags
+        carry the beta prefix from 1.37 (alpha, always shadowed, in 1.36). Enforced, a
+        beta error replaces the hand-written error it covers (same type, field and
+        origin) and is appended after all hand-written errors: apiserver
+        pkg/registry/rest `ValidateDeclarativelyWithMigrationChecks`, apimachinery
+        pkg/api/validate `FilterCoveredHandwrittenErrors`.
+        """
+        return self.minor >= 37
+
+    @property
     def toleration_effects(self) -> tuple[str, ...]:
         """Rule 16: `None` joined the effects in 1.35 (sorted as upstream lists them)."""
         if self.minor >= 35:
@@ -159,6 +223,26 @@ FEATURE_SINCE: dict[str, tuple[int, str]] = {
     "capacity": (36, "DRAConsumableCapacity"),
     "distinctAttribute": (36, "DRAConsumableCapacity"),
 }
+# Alpha gates whose fields exist only behind them (off by default wherever they exist).
+ALPHA_GATES: dict[str, str] = {"derivedAttributes": "DRADerivedAttributes"}
+
+
+def gate_of(field: str) -> str:
+    """The feature gate whose being off makes a release drop `field` (§3.8)."""
+    if field in FEATURE_SINCE:
+        return FEATURE_SINCE[field][1]
+    return ALPHA_GATES.get(field, "its feature gate")
+
+
+# The supported version skew (https://kubernetes.io/releases/version-skew-policy/):
+# kube-scheduler and kube-controller-manager "may be up to one minor version older" than
+# kube-apiserver; kubelet "may be up to three minor versions older" (and with it the DRA
+# drivers it calls). A component within that window that lacks a feature is a real risk
+# for a cluster at the target release; one outside it is not (issue 17).
+CONTROL_PLANE_SKEW = 1
+KUBELET_SKEW = 3
+
+
 # §1.3: allocation results name `<request>/<subrequest>` from 1.33 (alpha there); a
 # driver built against older client libraries does not parse that form.
 SUBREQUEST_RESULTS_SINCE = 33

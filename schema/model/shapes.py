@@ -412,6 +412,28 @@ def _document_type(kind: str, version: str, parallel: bool) -> DocumentType:
     return DocumentType(kind, version, parallel)
 
 
+_API_VERSION = FieldPath.root("apiVersion")
+
+
+def unserved_version(obj: Any, release: Release) -> FieldError | None:
+    """The answer for a claim or template of resource.k8s.io in a version that `identify`
+    does not know (v1alpha3, v1alpha2, a typo such as v2): no release serves it, so the
+    apiserver has no such kind there (issue 17). None for anything else.
+
+    The one place every product asks (lint through `validate_object`, skew, convert,
+    roundtrip), so that such a document is never skipped in silence.
+    """
+    if not isinstance(obj, dict):
+        return None
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if kind not in KINDS or not isinstance(api_version, str):
+        return None
+    group, _, version = api_version.partition("/")
+    if group != GROUP or version in API_VERSIONS:
+        return None
+    return unknown_field(_API_VERSION, release.no_such_version(str(kind), version))
+
+
 def _has_parallel_list(obj: dict[str, Any], kind: str) -> bool:
     spec = obj.get("spec")
     if kind == "ResourceClaimTemplate" and isinstance(spec, dict):

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from draguard.schema.model.paths import Segment
+from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.offsets import LineIndex
 
 # An escape in the surrogate range (\ud800-\udfff), valid pairs included; only a text
@@ -43,6 +44,50 @@ def loads(text: str) -> Any:
     if _SURROGATE_ESCAPE.search(text) is None:
         return value
     return _replace(value)
+
+
+def loads_checked(text: str) -> tuple[Any, list[Duplicate]]:
+    """`loads`, and every key repeated in an object (kept last, as `loads` keeps it).
+
+    The C decoder hands each object's members to a hook, which notices a repeat by the
+    count alone; only then is the text walked for the paths and lines (`_duplicates`).
+    """
+    repeated = False
+
+    def members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            repeated = True
+        return obj
+
+    value = json.loads(text, object_pairs_hook=members)
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        value = _replace(value)
+    return value, (_duplicates(text) if repeated else [])
+
+
+def _duplicates(text: str) -> list[Duplicate]:
+    """Walk a text that decoded: each repeated key with both of its places."""
+    lines = LineIndex(text)
+    found: list[Duplicate] = []
+    pending: list[tuple[int, tuple[Segment, ...]]] = [(_skip(text, 0), ())]
+    while pending:
+        at, path = pending.pop()
+        if text[at] == "[":
+            pending.extend((item, (*path, k)) for k, item in enumerate(_read_items(text, at)))
+            continue
+        if text[at] != "{":
+            continue
+        seen: dict[str, int] = {}
+        for key, key_at, value_at in _read_members(text, at):
+            if key in seen:
+                (l1, c1), (l2, c2) = lines.line_column(seen[key]), lines.line_column(key_at)
+                found.append(Duplicate((*path, key), l1, c1, l2, c2))
+            seen[key] = key_at
+            pending.append((value_at, (*path, key)))
+    found.sort(key=lambda d: (d.line, d.column))
+    return found
 
 
 def loads_utf8(data: bytes) -> Any:
@@ -145,6 +190,27 @@ class Nodes:
 # A member's key (its text between the quotes) up to its value; the break after a value.
 _MEMBER = re.compile(r'"([^"\\]*+(?:\\.[^"\\]*+)*+)"[ \t\n\r]*+:[ \t\n\r]*+')
 _AFTER = re.compile(r"[ \t\n\r]*+,?[ \t\n\r]*+")
+
+
+def _read_members(text: str, at: int) -> list[tuple[str, int, int]]:
+    """Each member of the object at `at`, repeats included: key, key offset, value offset."""
+    out: list[tuple[str, int, int]] = []
+    pos = _skip(text, at + 1)
+    while text[pos] != "}":
+        member = _MEMBER.match(text, pos)
+        if member is None:
+            raise ValueError("not a member")  # cannot happen in a text that decoded
+        key = member[1] if "\\" not in member[1] else loads(f'"{member[1]}"')
+        out.append((key, pos, member.end()))
+        _, end = _DECODER.raw_decode(text, member.end())
+        after = _AFTER.match(text, end)
+        pos = after.end() if after is not None else end
+    return out
+
+
+def _read_items(text: str, at: int) -> list[int]:
+    items = _read_collection(text, at)
+    return items if isinstance(items, list) else []
 
 
 def _read_collection(text: str, at: int) -> _Children | None:

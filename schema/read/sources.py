@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.read import blockyaml, jsondecode
 from draguard.schema.read.blockyaml import Head, Lines
+from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.jsondecode import Nodes
 
 if TYPE_CHECKING:
@@ -236,6 +237,8 @@ class Parsed:
 
     value: Any
     positions: Positions | Lines | Nodes | None
+    # Keys written twice (issue 17): the value holds the last, as kubectl sends it.
+    duplicates: tuple[Duplicate, ...] = ()
 
 
 def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
@@ -252,7 +255,8 @@ def parse(chunk: Chunk) -> Parsed | SyntaxProblem:
             return Parsed(value, Lines(chunk.text))
         return _parse_yaml_events(chunk)
     try:
-        return Parsed(jsondecode.loads(chunk.text), None)
+        value, duplicates = jsondecode.loads_checked(chunk.text)
+        return Parsed(value, None, tuple(duplicates))
     except json.JSONDecodeError as exc:
         return _problem(chunk, f"cannot parse JSON: {exc.msg}", exc.lineno - 1, exc.colno - 1)
     except _PARSE_ERRORS as exc:
@@ -266,8 +270,9 @@ def _parse_yaml_events(chunk: Chunk) -> Parsed | SyntaxProblem:
 
     from draguard.schema.read.yamlevents import load_with_positions
 
+    duplicates: list[Duplicate] = []
     try:
-        return Parsed(*load_with_positions(chunk.text))
+        return Parsed(*load_with_positions(chunk.text, duplicates), tuple(duplicates))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # An unclosed bracket or quote is noticed at the end of the document; the place

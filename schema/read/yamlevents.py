@@ -33,6 +33,8 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from draguard.schema.read.duplicates import Duplicate
+
 _CORE = "tag:yaml.org,2002:"
 STR, INT, FLOAT, BOOL, NULL = (_CORE + t for t in ("str", "int", "float", "bool", "null"))
 TIMESTAMP, MERGE = _CORE + "timestamp", _CORE + "merge"
@@ -73,10 +75,17 @@ def load_text(text: str) -> Any:
     return load_with_positions(text)[0]
 
 
-def load_with_positions(text: str) -> tuple[Any, Positions | None]:
-    """The value and where each of its nodes starts (None when PyYAML had to build it)."""
+def load_with_positions(
+    text: str, duplicates: list[Duplicate] | None = None
+) -> tuple[Any, Positions | None]:
+    """The value and where each of its nodes starts (None when PyYAML had to build it).
+
+    A key repeated in a mapping keeps its last value (as kubectl does) and, when
+    `duplicates` is given, is recorded there (not on the PyYAML fallback: merge keys,
+    custom tags).
+    """
     try:
-        return _build(text)
+        return _build(text, duplicates)
     except _Fallback:
         # Merge keys and the like may repeat nodes, but not without bound.
         budget = [10_000 + 10 * len(text)]
@@ -113,7 +122,7 @@ def _json_key(key: Any) -> str:
     raise ComposerError(None, None, detail, None)
 
 
-def _build(text: str) -> tuple[Any, Positions]:
+def _build(text: str, duplicates: list[Duplicate] | None = None) -> tuple[Any, Positions]:
     # The bare C parser: events need neither a resolver nor a constructor set up.
     # The cycle collector is paused while a document is built: what is built is a tree
     # (a recursive alias is refused), so it has nothing to find there, and for a big
@@ -122,13 +131,15 @@ def _build(text: str) -> tuple[Any, Positions]:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _build_from(CParser(text).get_event)
+        return _build_from(CParser(text).get_event, duplicates)
     finally:
         if paused:
             gc.enable()
 
 
-def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
+def _build_from(
+    get_event: Callable[[], Any], duplicates: list[Duplicate] | None = None
+) -> tuple[Any, Positions]:
     # The innermost open collection is kept in locals: `container`, its pending `key`
     # when it is a mapping, and the same for positions (`children`, `key_mark`, and
     # `mark` where the collection starts); its parents wait on `stack`. This loop runs
@@ -205,12 +216,21 @@ def _build_from(get_event: Callable[[], Any]) -> tuple[Any, Positions]:
         if container is None:
             root, root_pos = value, pos
         elif in_map:
+            if key in children and duplicates is not None:  # rare: one lookup otherwise
+                duplicates.append(_duplicate(stack, key, children[key][0], key_mark))
             container[key] = value
             children[key] = (key_mark, pos)
             key = _NO_KEY
         else:
             container.append(value)
             children.append(pos)
+
+
+def _duplicate(stack: list[tuple[Any, ...]], key: str, first: Any, last: Any) -> Duplicate:
+    """The repeated key's path, from the pending key (or index) of each open parent."""
+    path = [parent_key if type(parent) is dict else len(parent)
+            for parent, parent_key, *_ in stack[1:]]
+    return Duplicate((*path, key), first.line, first.column, last.line, last.column)
 
 
 def _alias_key(event: Any, value: Any) -> str:

@@ -62,7 +62,8 @@ def test_lint_hook_fails_naming_the_mistake(outcome: tuple[Path, str]) -> None:
     _, out = outcome
     lint = out.split("draguard fix...")[0]
     assert "draguard lint" in lint and "Failed" in lint
-    assert 'bad.yaml:14:9: spec.devices.requests[0].firstAvailable[1]: Duplicate value: "big"' in lint
+    # 1.37's declarative Duplicate names the whole item (issue 17).
+    assert 'bad.yaml:14:9: spec.devices.requests[0].firstAvailable[1]: Duplicate value: {"name":"big"' in lint
 
 
 def test_fix_hook_rewrites_the_file(outcome: tuple[Path, str]) -> None:

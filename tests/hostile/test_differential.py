@@ -29,6 +29,8 @@ from hypothesis import strategies as st
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.model.errors import ErrorType
 from draguard.schema.model.options import Options
+from draguard.schema.model.releases import DEFAULT_RELEASE
+from draguard.schema.model.shapes import unserved_version
 from draguard.schema.validate import validate_object
 
 from .conftest import review
@@ -125,6 +127,10 @@ def test_lint_agrees_with_validate(
     """`draguard lint` calls each linted object valid exactly when /validate allows it."""
     sample = damaged[:500]
     verdicts = lint_verdicts(sample, tmp_path)
+    # A claim in a version no release serves is an error in lint and skipped by the
+    # webhook, which never sees one (issue 17): not a disagreement, left out here.
+    verdicts = {i: v for i, v in verdicts.items()
+                if unserved_version(sample[i], DEFAULT_RELEASE) is None}
     assert len(verdicts) > 300  # a damaged kind or apiVersion is skipped, not linted
     api = hostile_server.client()
     wrong = [

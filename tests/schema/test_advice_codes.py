@@ -57,6 +57,12 @@ OPAQUE = {"opaque": {"driver": "gpu.example.com", "parameters": {"x": 1}}}
 TOLERATION = [{"key": "k", "operator": "Exists"}]
 
 # One input per lint run: (extra lint arguments, documents).
+SKEW = claim("skew", [
+    {"name": "gpu", "firstAvailable": [alt("a", tolerations=TOLERATION),
+                                       alt("b", capacity={"requests": {"m": "1"}})]},
+    {"name": "nic", "exactly": {"deviceClassName": "nic", "adminAccess": True}}],
+    constraints=[{"requests": ["gpu/a", "nic"], "matchAttribute": "x.io/y"},
+                 {"distinctAttribute": "x.io/y"}])
 RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
     ([], [
         claim("parent", [GPU, {"name": "nic", "exactly": {"deviceClassName": "nic"}}],
@@ -69,13 +75,12 @@ RUNS: list[tuple[list[str], list[dict[str, Any]]]] = [
             alt(f"s{j}", count=20 if j == 0 else 1) for j in range(5)]} for k in range(3)]),
         claim("t", [GPU], kind="ResourceClaimTemplate"),
         pod("gpu/big", {"name": "gpus", "resourceClaimTemplateName": "t"}),
-        claim("skew", [
-            {"name": "gpu", "firstAvailable": [alt("a", tolerations=TOLERATION),
-                                               alt("b", capacity={"requests": {"m": "1"}})]},
-            {"name": "nic", "exactly": {"deviceClassName": "nic", "adminAccess": True}}],
-            constraints=[{"requests": ["gpu/a", "nic"], "matchAttribute": "x.io/y"},
-                         {"distinctAttribute": "x.io/y"}]),
     ]),
+    # Skew advice only where the version-skew window holds an older component that lacks
+    # the feature (issue 17): 1.34 (kube-scheduler 1.33, kubelet 1.31) and 1.36
+    # (kube-scheduler 1.35) between them emit every skew code.
+    (["--kubernetes-version", "1.34"], [SKEW]),
+    (["--kubernetes-version", "1.36"], [SKEW]),
     (["--profile", "kueue", "--kubernetes-version", "1.35.5"], [
         claim("t", [GPU], kind="ResourceClaimTemplate"),
         claim("shared", [GPU]),

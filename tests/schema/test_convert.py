@@ -55,13 +55,26 @@ def test_unknown_target_is_a_programming_error() -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_other_documents_are_left_alone(target: str) -> None:
-    """A ConfigMap (or a claim of an unknown version) is not converted."""
-    for doc in (
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
-        {**claim("v1", [NIC]), "apiVersion": "resource.k8s.io/v1alpha3"},
-    ):
-        conversion = convert_document(doc, target)
-        assert not conversion.is_dra and conversion.document is None
+    """A ConfigMap is not converted."""
+    conversion = convert_document({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, target)
+    assert not conversion.is_dra and conversion.document is None
+
+
+@pytest.mark.parametrize("version", ["v1alpha3", "v1alpha2", "v2"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_claim_of_an_unserved_version_is_refused(target: str, version: str) -> None:
+    """Issue 17: a v1alpha3 claim is refused as the apiserver answers (no such kind in that
+    version; v1alpha3 holds DeviceTaintRule only from 1.34), naming the version that serves it,
+    and no `--allow-loss` makes it convertible."""
+    doc = {**claim("v1", [NIC]), "apiVersion": f"resource.k8s.io/{version}"}
+    conversion = convert_document(doc, target)
+    assert conversion.is_dra and not conversion.convertible
+    (loss,) = conversion.losses
+    assert str(loss.path) == "apiVersion"
+    assert loss.reason.startswith(
+        f'no matches for kind "ResourceClaim" in version "resource.k8s.io/{version}": '
+        "Kubernetes 1.37 serves it as resource.k8s.io/v1"
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,7 +142,7 @@ def test_other_documents_are_left_alone(target: str) -> None:
             "v1beta1",
             at("1.38"),
             ["apiVersion"],
-            id="v1beta1-gone-in-1.38",
+            id="v1beta1-behind-a-gate-in-1.38",
         ),
         pytest.param(claim("v1", [NIC, GPU]), "v1beta1", Options(), [], id="nothing-lost"),
     ],

@@ -134,8 +134,11 @@ def test_documents_nothing_converts_are_copied_byte_for_byte(
     text = "---\n# only a comment\n---\n" + MIXED.split("---\n")[0] + "...\n---\n" + AMBIGUOUS
     text += "---\n"
     status, out, _ = run(["--to", "v1", str(write(tmp_path, "x.yaml", text))], capsys)
-    assert status == 1  # the ambiguous claim is refused, so nothing changes at all
-    assert out == text
+    assert status == 1  # the ambiguous claim is refused, so nothing else changes
+    # Issue 17: the refused document is not echoed to stdout (a comment takes its place).
+    assert out == text.replace(
+        AMBIGUOUS, "# draguard convert: document 1 refused (see stderr), not written\n"
+    )
 
 
 def test_a_converted_document_keeps_its_markers(
@@ -177,9 +180,10 @@ def test_refused_documents_are_named_with_every_field(
         "spec.devices.requests[0]",
         "spec.devices.requests[1]",
     }
-    _, converted, untouched = docs(out)
+    # Issue 17: the refused document is left out of stdout, a comment in its place.
+    _, converted = docs(out)
     assert converted["apiVersion"] == "resource.k8s.io/v1"
-    assert untouched == docs(AMBIGUOUS)[0]
+    assert out.endswith("---\n# draguard convert: document 2 refused (see stderr), not written\n")
 
 
 def test_allow_loss_converts_and_lists_what_was_dropped(

@@ -44,7 +44,11 @@ REF_MSG = ("must be the name of a request in the claim or the name of a request 
                      ["spec.devices.requests[0].firstAvailable: Too many: 9: must have at most 8 items"],
                      id="3-too-many"),
         pytest.param({"requests": [{"name": "gpu", "firstAvailable": [sub("a"), sub("a")]}]},
-                     ['spec.devices.requests[0].firstAvailable[1]: Duplicate value: "a"'], id="4-duplicate"),
+                     # 1.37: the declarative Unique reports the item itself, as JSON (issue 17;
+                     # 1.36 and before: `Duplicate value: "a"`, tests/cases/declarative-1.37.yaml).
+                     ['spec.devices.requests[0].firstAvailable[1]: Duplicate value: {"name":"a",'
+                      '"deviceClassName":"gpu.example.com","allocationMode":"ExactCount","count":1}'],
+                     id="4-duplicate"),
         pytest.param({"requests": [{"name": "gpu", "firstAvailable": [{"name": "a"}]}]},
                      ["spec.devices.requests[0].firstAvailable[0].deviceClassName: Required value"],
                      id="5-required"),
@@ -93,7 +97,9 @@ def test_template_path_prefix_and_forbidden_message() -> None:
                     "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [sub("a"), sub("a")]}]}}}}
     assert [str(e) for e in validate_object(doc).errors] == [
         "spec.metadata.uID: Forbidden: cannot be set",
-        'spec.spec.devices.requests[0].firstAvailable[1]: Duplicate value: "a"',
+        # 1.37's declarative Duplicate (issue 17): the item itself, as JSON.
+        'spec.spec.devices.requests[0].firstAvailable[1]: Duplicate value: {"name":"a",'
+        '"deviceClassName":"gpu.example.com","allocationMode":"ExactCount","count":1}',
     ]
 
 

@@ -279,5 +279,5 @@ def test_cli_kubernetes_version_applies_that_releases_gates(
     assert main(["--kubernetes-version", "1.35", path]) == 1
     out = capsys.readouterr().out
     assert "DIFF" not in out and out.count("refused") >= len(SHAPES) * (len(SHAPES) - 1)
-    assert "spec.devices.requests[0].exactly.tolerations: dropped" in out
-    assert out.count("tolerations: dropped") == 1
+    assert "spec.devices.requests[0].exactly.tolerations: feature gate DRADeviceTaints is off" in out
+    assert out.count("tolerations: feature gate DRADeviceTaints") == 1

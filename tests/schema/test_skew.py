@@ -55,11 +55,34 @@ def test_v1beta2_gate_off_in_1_33_and_removal() -> None:
     assert result["1.39"] == (False, "rejected", None)
 
 
-def test_v1beta1_removed_in_1_38() -> None:
-    """v1beta1 exists through 1.37 and is gone from 1.38."""
+def test_v1beta1_behind_a_gate_in_1_38() -> None:
+    """v1beta1: beta through 1.37; 1.38 installs it only with DRAResourceV1beta1API, off by
+    default (upstream pkg/apis/resource/install/install.go, its "disabled-by-default" test
+    case); its prerelease lifecycle says removed in 1.38, so 1.39 has none (issue 17)."""
     result = verdicts(claim("v1beta1", [PRIORITIZED]))
     assert result["1.37"][2] == "accepted"
-    assert result["1.38"] == (False, "rejected", None)
+    assert result["1.38"] == (False, "rejected", "accepted")
+    assert result["1.39"] == (False, "rejected", None)
+    views = {v.version: v for v in skew_document(claim("v1beta1", [PRIORITIZED]),
+                                                  releases_between("1.37", "1.39")) or []}
+    assert "DRAResourceV1beta1API" not in views["1.37"].explanation
+    assert views["1.38"].explanation.startswith(
+        "resource.k8s.io/v1beta1 is a beta API, not served by default in 1.38 (enable it with "
+        "the DRAResourceV1beta1API feature gate (off by default) and "
+        "--runtime-config=resource.k8s.io/v1beta1=true)"
+    )
+    assert views["1.39"].explanation.startswith("resource.k8s.io/v1beta1 was removed in 1.38")
+
+
+def test_dynamic_resource_allocation_gate_goes_in_1_38() -> None:
+    """GA and locked on since 1.35; kube_features.go: "remove completely in 1.38"
+    (kubernetes#134459). Nothing changes for claims: 1.38 treats a v1 claim as 1.37 does."""
+    from draguard.schema.model.releases import release
+
+    assert release("1.37").dynamic_resource_allocation_gate
+    assert not release("1.38").dynamic_resource_allocation_gate
+    result = verdicts(claim("v1", [PRIORITIZED]))
+    assert result["1.38"] == result["1.37"] == (True, "accepted", None)
 
 
 def test_explanation_in_words() -> None:
@@ -104,9 +127,28 @@ def test_1_34_drops_less_than_its_gates_say() -> None:
 
 
 def test_skew_advice_scheduler_view() -> None:
-    """The scheduler view is the `skew-first-available` advice lint and the webhook give."""
-    [item] = skew_advice(claim("v1", [PRIORITIZED]))
+    """The scheduler view is the `skew-first-available` advice lint and the webhook give,
+    for a cluster at the given release: at 1.34 the version-skew policy allows a 1.33
+    kube-scheduler, which lacks firstAvailable; at 1.37 (default) no allowed one does."""
+    from draguard.schema.model.releases import release
+
+    [item] = skew_advice(claim("v1", [PRIORITIZED]), [release("1.34")])
     assert item.code == "skew-first-available" and "before 1.34" in item.message
+    assert skew_advice(claim("v1", [PRIORITIZED])) == []
+
+
+def test_cli_warnings_are_those_of_the_releases_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(claim("v1", [PRIORITIZED])))
+    main([str(path), "--output", "json"])  # from 1.33: 1.33 drops the list, 1.34 warns
+    assert [w["code"] for w in json.loads(capsys.readouterr().out)["results"][0]["warnings"]] == [
+        "skew-first-available"]
+    main([str(path), "--output", "json", "--from", "1.35"])
+    assert json.loads(capsys.readouterr().out)["results"][0]["warnings"] == []
 
 
 def test_cli_json_shape_and_exit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

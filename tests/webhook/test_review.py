@@ -201,12 +201,18 @@ def test_single_error_message_is_bare() -> None:
 
 
 def test_create_adds_skew_warning() -> None:
-    """An allowed prioritized claim carries the firstAvailable skew advice as a warning."""
-    answer = answer_validate(parse_review(encode(review_doc())), rules=RuleSet(),
-                             failure_mode="open")
+    """An allowed prioritized claim carries the firstAvailable skew advice as a warning
+    where the version-skew policy allows a scheduler that lacks it (1.34: kube-scheduler
+    1.33), and none at 1.37, whose oldest allowed scheduler (1.36) has it (issue 17)."""
+    answer = answer_validate(parse_review(encode(review_doc())),
+                             rules=RuleSet(release=release("1.34")), failure_mode="open")
     assert answer.document["response"]["warnings"] == [
         "spec.devices.requests[0].firstAvailable: request gpu uses firstAvailable: "
-        "schedulers before 1.34 cannot allocate it"]
+        "schedulers before 1.34 cannot allocate it, and a 1.34 cluster may run "
+        "kube-scheduler 1.33 (version-skew policy)"]
+    answer = answer_validate(parse_review(encode(review_doc())), rules=RuleSet(),
+                             failure_mode="open")
+    assert "warnings" not in answer.document["response"]
 
 
 def test_rule_set_advice_is_sent_as_path_and_message() -> None:
