@@ -43,6 +43,14 @@ CODES = (
     "policy-expanded",
     "policy-alternatives-trimmed",
     "policy-config-not-rewritten",
+    # Cluster-aware checks (cluster/checks.py, issue 20): need other objects than the claim.
+    "class-missing",
+    "attribute-unknown",
+    "alternative-unsatisfiable",
+    "quota-exceeded",
+    "admin-access-namespace",
+    # The webhook's cluster view is loading or stale, so those checks did not run.
+    "cluster-view-stale",
 )
 
 

@@ -1,0 +1,327 @@
+"""Cluster-aware checks of one claim or template against `ClusterFacts` (issue 20).
+
+The apiserver validates a claim alone; these checks need other objects, so they run
+against the cluster view (the webhook's watch cache, or lint's files). Pure: no API
+call. Each finding is an `Advice` with one of `CLUSTER_CODES`, at the path of the
+request, alternative or selector it concerns (hub shape: `exactly` / `firstAvailable`),
+and the policy's `clusterChecks:` says per code whether it denies, warns or is off.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from draguard.schema.advice.codes import Advice, ignored_codes
+from draguard.schema.cel.environment import EnvFlags, environment
+from draguard.schema.cel.syntax import Node, decode_checked
+from draguard.schema.cluster.facts import (
+    ClusterFacts,
+    DeviceKind,
+    Offer,
+    _Snapshot,
+    kinds_of_class,
+    offer,
+)
+from draguard.schema.cluster.inventory import Claim
+from draguard.schema.cluster.quota import check_quotas
+from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.shapes import identify
+from draguard.schema.validate import prepare
+
+Level = Literal["deny", "warn", "off"]
+LEVELS: tuple[Level, ...] = ("deny", "warn", "off")
+
+CLUSTER_CODES = ("class-missing", "attribute-unknown", "alternative-unsatisfiable",
+                 "quota-exceeded", "admin-access-namespace")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSettings:
+    """From the policy file's `clusterChecks:` section; a code not named warns."""
+
+    levels: Mapping[str, Level] = field(default_factory=dict)
+    stale_after_seconds: float = 300
+
+    def level(self, code: str) -> Level:
+        return self.levels.get(code, "warn")
+
+
+DEFAULT_SETTINGS = CheckSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterVerdict:
+    denials: tuple[Advice, ...]
+    warnings: tuple[Advice, ...]
+
+
+EMPTY_VERDICT = ClusterVerdict((), ())
+
+
+def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSettings,
+                 *, options: Options) -> ClusterVerdict:
+    """The cluster checks for a ResourceClaim or ResourceClaimTemplate of any served version."""
+    document = dict(obj)
+    doc_type = identify(document)
+    if doc_type is None:
+        return EMPTY_VERDICT
+    prepared = prepare(document, doc_type, options)
+    meta = prepared.document.get("metadata") or {}
+    namespace = str(meta.get("namespace") or options.default_namespace or "default")
+    ignored = ignored_codes(meta)
+    snapshot = facts.snapshot()
+    devices = prepared.claim_spec.get("devices")
+    if not isinstance(devices, dict):
+        return EMPTY_VERDICT
+    scope = _Scope(snapshot, namespace, options)
+    found = list(scope.findings(devices, prepared.spec_path.child("devices")))
+    denials: list[Advice] = []
+    warnings: list[Advice] = []
+    for item in found:
+        level = settings.level(item.code)
+        if level == "off" or item.code in ignored:
+            continue
+        (denials if level == "deny" else warnings).append(item)
+    return ClusterVerdict(tuple(denials), tuple(warnings))
+
+
+# An alternative as the checks see it: where, request name for messages, its mapping.
+_Alternative = tuple[FieldPath, str, dict[str, Any]]
+
+
+def _alternatives(devices: dict[str, Any], requests_path: FieldPath) -> Iterator[_Alternative]:
+    for i, request in enumerate(devices.get("requests") or []):
+        if not isinstance(request, dict):
+            continue
+        path = requests_path.index(i)
+        name = str(request.get("name", ""))
+        listed = request.get("firstAvailable")
+        if isinstance(listed, list) and listed:
+            for j, sub in enumerate(listed):
+                if isinstance(sub, dict):
+                    yield path.child("firstAvailable").index(j), f"{name}/{sub.get('name', '')}", sub
+        elif isinstance(request.get("exactly"), dict):
+            yield path.child("exactly"), name, request["exactly"]
+
+
+class _Scope:
+    def __init__(self, snapshot: _Snapshot, namespace: str, options: Options) -> None:
+        self.snapshot, self.namespace, self.options = snapshot, namespace, options
+
+    def findings(self, devices: dict[str, Any], devices_path: FieldPath) -> Iterator[Advice]:
+        requests_path = devices_path.child("requests")
+        for path, name, alternative in _alternatives(devices, requests_path):
+            yield from self._alternative(path, name, alternative)
+        yield from self._admin_access(devices, requests_path)
+        yield from self._quota(devices, requests_path)
+
+    def _alternative(self, path: FieldPath, name: str, alternative: dict[str, Any]) -> Iterator[Advice]:
+        snapshot = self.snapshot
+        device_class = alternative.get("deviceClassName")
+        if not isinstance(device_class, str) or not device_class:
+            return
+        if "DeviceClass" not in snapshot.loaded:
+            return
+        if device_class not in snapshot.classes:
+            # Scheduler plugin dynamicresources (validateDeviceClass / allocator): the
+            # Pod is refused as a whole, whichever alternative would have fit.
+            yield Advice(path.child("deviceClassName"), "class-missing",
+                         f"request {name}: device class {device_class} does not exist; the "
+                         "scheduler refuses the whole Pod, even when another alternative fits")
+            return
+        if "ResourceSlice" not in snapshot.loaded:
+            return
+        expressions = _expressions(alternative)
+        class_offer = _cached_offer(snapshot, device_class, ())
+        drivers = class_offer.drivers or frozenset(snapshot.published)
+        for k, expression in expressions:
+            at = path.child("selectors").index(k).child("cel", "expression")
+            yield from self._unknown_names(at, expression, drivers)
+        yield from self._unsatisfiable(path, name, alternative, device_class,
+                                       tuple(e for _, e in expressions), class_offer)
+
+    def _unknown_names(self, path: FieldPath, expression: str,
+                       drivers: frozenset[str]) -> Iterator[Advice]:
+        reported: set[tuple[str, str]] = set()
+        for what, domain, name in device_references(expression):
+            known: dict[str, set[str]] = {}
+            for driver in drivers:
+                published = self.snapshot.published.get(driver)
+                if published is None:
+                    continue
+                table: Mapping[str, Any] = (published.attributes if what == "attributes"
+                                            else published.capacity)
+                for found_domain, names in table.items():
+                    known.setdefault(found_domain, set()).update(names)
+            owners = ", ".join(sorted(drivers)) or "any driver"
+            if domain not in known:
+                if (what, domain) in reported:
+                    continue
+                reported.add((what, domain))
+                yield Advice(path, "attribute-unknown",
+                             f'device.{what}["{domain}"]: no ResourceSlice of {owners} publishes '
+                             f"{what} in domain {domain}, so the selector never matches "
+                             f"(domains published: {_nearest(domain, known)})")
+            elif name is not None and name not in known[domain]:
+                yield Advice(path, "attribute-unknown",
+                             f'device.{what}["{domain}"].{name}: no ResourceSlice of {owners} '
+                             f"publishes it; at scheduling time this is a CEL runtime error "
+                             f"that aborts the Pod (published: {_nearest(name, known[domain])})")
+
+    def _unsatisfiable(self, path: FieldPath, name: str, alternative: dict[str, Any],
+                       device_class: str, expressions: tuple[str, ...],
+                       class_offer: Offer) -> Iterator[Advice]:
+        found = _cached_offer(self.snapshot, device_class, expressions) if expressions else class_offer
+        what = f"device class {device_class}" + (" with these selectors" if expressions else "")
+        if found.total == 0:
+            yield Advice(path, "alternative-unsatisfiable",
+                         f"request {name}: no device of {what} in the cluster; this alternative "
+                         "can never be allocated")
+            return
+        if alternative.get("allocationMode") == "All":
+            return
+        count = alternative.get("count", 1)
+        count = count if isinstance(count, int) and count > 0 else 1
+        if count > found.per_node:
+            yield Advice(path.child("count"), "alternative-unsatisfiable",
+                         f"request {name}: needs {count} devices of {what} on one node; the "
+                         f"cluster offers at most {found.per_node} per node")
+
+    def _admin_access(self, devices: dict[str, Any], requests_path: FieldPath) -> Iterator[Advice]:
+        """§3.7: adminAccess needs the namespace label; the first such request is reported.
+
+        Upstream pkg/apis/resource/validation/validation.go `validateDeviceRequest`
+        (AdminAccess with the namespace's `resource.kubernetes.io/admin-access` label
+        through `adminaccess` in pkg/registry/resource/resourceclaim/strategy.go);
+        the apiserver checks this only when the namespace is at hand, which is what
+        the cluster view supplies.
+        """
+        release = self.options.release
+        labels = self.snapshot.namespaces.get(self.namespace)
+        if labels is None or not release.admin_access:
+            return
+        label = release.admin_access_label
+        for i, request in enumerate(devices.get("requests") or []):
+            exactly = request.get("exactly") if isinstance(request, dict) else None
+            if isinstance(exactly, dict) and exactly.get("adminAccess") is True:
+                if labels.get(label) != "true":
+                    yield Advice(requests_path.index(i).child("adminAccess"), "admin-access-namespace",
+                                 f"admin access to devices requires the `{label}: true` label on "
+                                 f"the containing namespace ({self.namespace} does not have it)")
+                return
+
+    def _quota(self, devices: dict[str, Any], requests_path: FieldPath) -> Iterator[Advice]:
+        quotas = self.snapshot.quotas.get(self.namespace)
+        if not quotas:
+            return
+        claim = Claim(self.namespace, "", devices, None)
+        for verdict in check_quotas(self.namespace, [claim], quotas):
+            if verdict.refused:
+                yield Advice(requests_path, "quota-exceeded",
+                             f"{verdict.render()}: creating this claim would be refused "
+                             "(worst case: the largest alternative of each request)")
+
+
+def _expressions(alternative: Mapping[str, Any]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for k, selector in enumerate(alternative.get("selectors") or []):
+        cel = selector.get("cel") if isinstance(selector, dict) else None
+        expression = cel.get("expression") if isinstance(cel, dict) else None
+        if isinstance(expression, str) and expression:
+            out.append((k, expression))
+    return out
+
+
+def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str, ...]) -> Offer:
+    """The offer for a class and selectors, once per snapshot (readers may race: same value)."""
+    key = ("offer", device_class, expressions)
+    found = snapshot.cache.get(key)
+    if found is None:
+        kinds: frozenset[DeviceKind] | None = None
+        if expressions:
+            kinds = frozenset(k for k in kinds_of_class(snapshot, device_class)
+                              if k.matches(expressions))
+        found = offer(snapshot, kinds, device_class)
+        snapshot.cache[key] = found
+    return found
+
+
+def _nearest(name: str, names: Iterable[str]) -> str:
+    """The names, nearest to `name` first (difflib), then the rest alphabetically."""
+    pool = sorted(names)
+    close = difflib.get_close_matches(name, pool, n=len(pool), cutoff=0.5)
+    rest = [n for n in pool if n not in close]
+    return ", ".join(close + rest) or "none"
+
+
+
+@functools.lru_cache(maxsize=1024)
+def device_references(expression: str) -> tuple[tuple[str, str, str | None], ...]:
+    """The literal `device.attributes["d"].name` / `device.capacity["d"].name` references.
+
+    From the checked tree (schema/cel), never from the text: each is (attributes or
+    capacity, domain, name), with name None when the expression only tests presence
+    (`has()`, `in`) or uses the domain's map as a whole. An expression that does not
+    compile names nothing here (the rules report it).
+    """
+    try:
+        compiled = environment(EnvFlags(consumable_capacity=True)).compile(expression)
+        root = decode_checked(compiled.serialize()).root
+    except Exception:  # a compile failure or a tree the decoder refuses: nothing to check
+        return ()
+    found: dict[tuple[str, str, str | None], None] = {}
+    _walk(root, None, found)
+    return tuple(found)
+
+
+def _domain_of(node: Node) -> tuple[str, str] | None:
+    """(attributes|capacity, domain) when `node` is `device.<map>["<domain>"]`."""
+    if node.kind != "call" or node.name != "_[_]" or len(node.args) != 2:
+        return None
+    base, key = node.args
+    if base.kind != "ident" or base.name not in ("device.attributes", "device.capacity"):
+        return None
+    if key.kind != "const" or not isinstance(key.const, str):
+        return None
+    return base.name.removeprefix("device."), key.const
+
+
+def _walk(node: Node, parent: Node | None,
+          found: dict[tuple[str, str, str | None], None]) -> None:
+    domain = _domain_of(node)
+    if domain is not None:
+        found[(*domain, _name_used(node, parent))] = None
+    for child in node.children():
+        _walk(child, node, found)
+
+
+def _name_used(domain_node: Node, parent: Node | None) -> str | None:
+    """The name looked up in a domain's map, when the lookup fails on a missing name."""
+    if parent is None:
+        return None
+    if parent.kind == "select" and parent.operand is domain_node and not parent.test_only:
+        return parent.name
+    if (parent.kind == "call" and parent.name == "_[_]" and len(parent.args) == 2
+            and parent.args[0] is domain_node and parent.args[1].kind == "const"
+            and isinstance(parent.args[1].const, str)):
+        return parent.args[1].const
+    return None
+
+
+def stale_advice(age_seconds: float | None, settings: CheckSettings) -> Advice:
+    """The one warning a review carries instead of the checks when the view cannot be trusted.
+
+    `age_seconds` None: the first list is still loading. The webhook adds it (code
+    `cluster-view-stale`) rather than guessing from an old or partial view (issue 20).
+    """
+    state = ("still loading its first list" if age_seconds is None
+             else f"last updated {age_seconds:.0f}s ago (more than "
+                  f"{settings.stale_after_seconds:.0f}s)")
+    return Advice(FieldPath.root(), "cluster-view-stale",
+                  f"the cluster view is {state}; the cluster checks "
+                  f"({', '.join(CLUSTER_CODES)}) did not run")

@@ -1,0 +1,521 @@
+"""What the cluster-aware checks know of the cluster, kept small and updated object by object.
+
+Issue 20: the webhook keeps a list+watch of `WATCHED` and feeds each event to a
+`ClusterFacts`; lint builds one from files or a one-shot list (`facts_from_objects`).
+Objects are read with the explain readers (`objects.read_device_class`, `read_slice`),
+so a slice the apiserver would refuse is a problem here as it is there.
+
+Kept, and nothing else:
+
+* DeviceClasses: name → selectors;
+* per driver, the attribute names (with their value types) and capacity names its
+  devices publish, by domain (the part before `/`; unqualified names are under the
+  driver's own domain, as upstream `cel/compile.go` splits them);
+* device kinds: devices with equal `Device.signature` (what a selector can see) are one
+  `DeviceKind`, evaluated once against each class; a node's devices are a *profile*
+  (kind → count), and the cluster is a histogram of profiles (profile → nodes), so
+  50,000 equal nodes cost one profile. Devices not tied to one node (`allNodes`, a node
+  selector) are a profile offered to every node;
+* Namespaces: name → labels; ResourceQuotas: per namespace, their hard and used amounts.
+
+Concurrency (CONTRACT20): writers (`replace`, `apply`) are serialised by a lock and
+work on writer-only state; each ends by publishing a new immutable `_Snapshot`
+(per-kind maps copied on write, the unchanged ones shared). Readers take the current
+snapshot with one attribute read and never lock, so a review sees an update wholly or
+not at all and never waits for one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
+from types import MappingProxyType
+from typing import Any
+
+from draguard.schema.cluster import selectors
+from draguard.schema.cluster.objects import (
+    NOWHERE,
+    DeviceClass,
+    Slice,
+    meta_name,
+    read_device_class,
+    read_slice,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """One kind the view keeps."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+
+
+WATCHED: tuple[Watched, ...] = (
+    Watched("DeviceClass", "resource.k8s.io", "v1", "deviceclasses"),
+    Watched("ResourceSlice", "resource.k8s.io", "v1", "resourceslices"),
+    Watched("Namespace", "", "v1", "namespaces"),
+    Watched("ResourceQuota", "", "v1", "resourcequotas"),
+)
+KINDS = frozenset(w.kind for w in WATCHED)
+ANYWHERE = ""  # the node key of devices offered to every node (allNodes, node selectors)
+
+
+@dataclass(frozen=True, slots=True)
+class FactProblem:
+    """An object the facts could not read (left out), as a value."""
+
+    kind: str
+    name: str
+    path: tuple[str | int, ...]
+    message: str
+
+    def render(self) -> str:
+        where = ".".join(str(p) for p in self.path)
+        subject = f"{self.kind} {self.name}" if self.name else self.kind
+        return f"{subject}: {where}: {self.message}" if where else f"{subject}: {self.message}"
+
+
+@dataclass(eq=False, slots=True)
+class DeviceKind:
+    """Devices a selector cannot tell apart (equal `Device.signature`), with their classes.
+
+    Compared by identity: kinds are interned per signature, and a class change makes
+    new kinds, so an old snapshot keeps the kinds it was built with.
+    """
+
+    driver: str
+    attributes: dict[str, dict[str, Any]]  # CEL inputs (objects.Device.cel_inputs)
+    capacity: dict[str, dict[str, int]]
+    allow_multiple: bool
+    classes: frozenset[str] = frozenset()
+    names: tuple[tuple[str, str, str, str], ...] = ()  # (attribute|capacity, domain, name, type)
+
+    def matches(self, expressions: Iterable[str]) -> bool:
+        """Whether every expression is true for this kind (a runtime error is no match)."""
+        return all(selectors.evaluate(e, driver=self.driver, attributes=self.attributes,
+                                      capacity=self.capacity,
+                                      allow_multiple=self.allow_multiple).matches
+                   for e in expressions)
+
+
+Profile = frozenset[tuple[DeviceKind, int]]  # one node's devices: kind → count
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What one driver's devices publish: domain → name → value type, domain → capacity names."""
+
+    attributes: Mapping[str, Mapping[str, str]]
+    capacity: Mapping[str, frozenset[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What the cluster offers for some set of device kinds."""
+
+    total: int
+    per_node: int  # the most on any one node (devices offered everywhere included)
+    drivers: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    classes: Mapping[str, DeviceClass]
+    published: Mapping[str, Published]
+    profiles: Mapping[Profile, int]  # profile → how many nodes have it
+    anywhere: Profile
+    namespaces: Mapping[str, Mapping[str, str]]
+    quotas: Mapping[str, tuple[Mapping[str, Any], ...]]
+    problems: tuple[FactProblem, ...]
+    loaded: frozenset[str]
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False)  # derived values
+
+
+_EMPTY_PROFILE: Profile = frozenset()
+_EMPTY = _Snapshot(MappingProxyType({}), MappingProxyType({}), MappingProxyType({}),
+                   _EMPTY_PROFILE, MappingProxyType({}), MappingProxyType({}), (), frozenset())
+
+
+@dataclass(slots=True)
+class _SliceShare:
+    """One slice's contribution, kept to take it back out when the slice changes."""
+
+    driver: str
+    devices: tuple[tuple[str, str, int], ...]  # (node key, signature, count)
+
+
+class ClusterFacts:
+    """What the cluster-aware checks need, kept small and updated object by object."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshot = _EMPTY
+        # Writer-only state (under the lock).
+        self._classes: dict[str, DeviceClass] = {}
+        self._slices: dict[str, _SliceShare] = {}
+        self._kinds: dict[str, DeviceKind] = {}
+        self._kind_refs: Counter[str] = Counter()
+        self._names: dict[str, Counter[tuple[str, str, str, str]]] = {}  # driver → refs
+        self._nodes: dict[str, Counter[str]] = {}  # node key → signature → count
+        self._profiles: Counter[Profile] = Counter()
+        self._namespaces: dict[str, Mapping[str, str]] = {}
+        self._quotas: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._problems: dict[tuple[str, str], tuple[FactProblem, ...]] = {}
+        self._loaded: set[str] = set()
+
+    # --- readers ------------------------------------------------------------------
+
+    def snapshot(self) -> _Snapshot:
+        """The current immutable view (one attribute read: no lock)."""
+        return self._snapshot
+
+    def problems(self) -> tuple[FactProblem, ...]:
+        """Objects that could not be read and were left out; never raises."""
+        return self._snapshot.problems
+
+    def loaded(self, kind: str) -> bool:
+        """Whether `kind` has been listed at least once (`replace`)."""
+        return kind in self._snapshot.loaded
+
+    # --- writers ------------------------------------------------------------------
+
+    def replace(self, kind: str, objects: Iterable[Mapping[str, Any]]) -> None:
+        """After a (re)list: the objects of `kind` are exactly these."""
+        with self._lock:
+            state = _Writer(self)
+            try:
+                state.replace(kind, list(objects))
+            except Exception as exc:  # never let a bad list kill the caller's loop
+                state.problem(kind, "", (), f"list not read: {exc}")
+            self._loaded.add(kind)
+            state.publish()
+
+    def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED); a bad object is a problem, never raised."""
+        with self._lock:
+            state = _Writer(self)
+            try:
+                state.apply(kind, event, obj)
+            except Exception as exc:  # a malformed object must not stop the watch
+                state.problem(kind, _name(obj), (), f"not read: {exc}")
+            state.publish()
+
+
+def facts_from_objects(objects: Iterable[Mapping[str, Any]]) -> ClusterFacts:
+    """Facts from plain objects (files, a one-shot list): each watched kind replaced at once."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in sorted(KINDS)}
+    for obj in objects:
+        kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        if isinstance(kind, str) and kind in grouped:
+            grouped[kind].append(obj)
+    facts = ClusterFacts()
+    for kind, items in grouped.items():
+        facts.replace(kind, items)
+    return facts
+
+
+def _name(obj: Any) -> str:
+    if not isinstance(obj, Mapping):
+        return ""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+class _Writer:
+    """One update's work on a `ClusterFacts`' writer state, then the publication."""
+
+    def __init__(self, facts: ClusterFacts) -> None:
+        self.facts = facts
+        self.touched: set[str] = set()
+        self.drivers: set[str] = set()
+        self.classes_changed = False
+
+    def problem(self, kind: str, name: str, path: tuple[str | int, ...], message: str) -> None:
+        key = (kind, name)
+        self.facts._problems[key] = (*self.facts._problems.get(key, ()),
+                                     FactProblem(kind, name, path, message))
+        self.touched.add("problems")
+
+    def _clear_problems(self, kind: str, name: str) -> None:
+        if self.facts._problems.pop((kind, name), None) is not None:
+            self.touched.add("problems")
+
+    def replace(self, kind: str, objects: list[Mapping[str, Any]]) -> None:
+        facts = self.facts
+        for key in [k for k in facts._problems if k[0] == kind]:
+            del facts._problems[key]
+            self.touched.add("problems")
+        if kind == "DeviceClass":
+            facts._classes.clear()
+            self.classes_changed = True
+        elif kind == "ResourceSlice":
+            for name in list(facts._slices):
+                self._remove_slice(name)
+        elif kind == "Namespace":
+            facts._namespaces.clear()
+            self.touched.add("namespaces")
+        elif kind == "ResourceQuota":
+            facts._quotas.clear()
+            self.touched.add("quotas")
+        for obj in objects:
+            self.apply(kind, "ADDED", obj)
+
+    def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        if kind not in KINDS:
+            return
+        if not isinstance(obj, Mapping):
+            self.problem(kind, "", (), "not an object")
+            return
+        name = _name(obj)
+        deleted = event == "DELETED"
+        if event not in ("ADDED", "MODIFIED", "DELETED"):
+            self.problem(kind, name, (), f"unknown watch event {event!r}")
+            return
+        if kind == "DeviceClass":
+            self._device_class(name, obj, deleted)
+        elif kind == "ResourceSlice":
+            self._slice(name, obj, deleted)
+        elif kind == "Namespace":
+            self._namespace_labels(name, obj, deleted)
+        else:
+            self._quota(obj, deleted)
+
+    def _device_class(self, name: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        self._clear_problems("DeviceClass", name)
+        self.classes_changed = True
+        self.facts._classes.pop(name, None)
+        if deleted:
+            return
+        found, problems = read_device_class(dict(obj), NOWHERE)
+        for p in problems:
+            self.problem("DeviceClass", name, p.path, p.message)
+        if found is not None:
+            self.facts._classes[found.name] = found
+
+    def _slice(self, name: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        self._clear_problems("ResourceSlice", name)
+        self._remove_slice(name)
+        if deleted:
+            return
+        found, problems = read_slice(dict(obj), NOWHERE)
+        for p in problems:
+            self.problem("ResourceSlice", name, p.path, p.message)
+        if found is not None:
+            self._add_slice(found)
+
+    def _remove_slice(self, name: str) -> None:
+        share = self.facts._slices.pop(name, None)
+        if share is None:
+            return
+        for node, signature, count in share.devices:
+            self._count(node, signature, -count)
+            self._unref(share.driver, signature)
+
+    def _add_slice(self, found: Slice) -> None:
+        counted: Counter[tuple[str, str]] = Counter()
+        for device in found.devices:
+            node = device.node_name or found.node_name or ANYWHERE
+            signature = device.signature(found.driver)
+            if signature not in self.facts._kinds:
+                attributes, capacity = device.cel_inputs(found.driver)
+                names = tuple([("attribute", *_split(q, found.driver), t)
+                               for q, (t, _) in device.attributes.items()]
+                              + [("capacity", *_split(q, found.driver), "")
+                                 for q in device.capacity])
+                kind = DeviceKind(found.driver, attributes, capacity,
+                                  device.allow_multiple_allocations, names=names)
+                kind.classes = self._classes_of(kind)
+                self.facts._kinds[signature] = kind
+                self.facts._names.setdefault(found.driver, Counter()).update(names)
+                self.drivers.add(found.driver)
+            counted[(node, signature)] += 1
+        devices = tuple((node, signature, count) for (node, signature), count in counted.items())
+        self.facts._slices[found.name] = _SliceShare(found.driver, devices)
+        for node, signature, count in devices:
+            self.facts._kind_refs[signature] += 1
+            self._count(node, signature, count)
+
+    def _unref(self, driver: str, signature: str) -> None:
+        refs = self.facts._kind_refs
+        refs[signature] -= 1
+        if refs[signature] > 0:
+            return
+        del refs[signature]
+        kind = self.facts._kinds.pop(signature, None)
+        if kind is None:
+            return
+        names = self.facts._names.get(driver)
+        if names is not None:
+            names.subtract(kind.names)
+            for key in [k for k, v in names.items() if v <= 0]:
+                del names[key]
+            self.drivers.add(driver)
+
+    def _count(self, node: str, signature: str, delta: int) -> None:
+        counts = self.facts._nodes.setdefault(node, Counter())
+        if node != ANYWHERE:
+            self._profile(counts, -1)
+        counts[signature] += delta
+        if counts[signature] <= 0:
+            del counts[signature]
+        if node != ANYWHERE:
+            self._profile(counts, +1)
+        if not counts:
+            del self.facts._nodes[node]
+        self.touched.add("profiles")
+
+    def _profile(self, counts: Counter[str], delta: int) -> None:
+        if not counts:
+            return
+        profile = self._make_profile(counts)
+        self.facts._profiles[profile] += delta
+        if self.facts._profiles[profile] <= 0:
+            del self.facts._profiles[profile]
+
+    def _make_profile(self, counts: Counter[str]) -> Profile:
+        return frozenset((self.facts._kinds[s], n) for s, n in counts.items())
+
+    def _classes_of(self, kind: DeviceKind) -> frozenset[str]:
+        return frozenset(name for name, found in self.facts._classes.items()
+                         if kind.matches(found.selectors))
+
+    def _rebuild_kinds(self) -> None:
+        """A class changed: every kind gets its classes again, profiles are made anew."""
+        facts = self.facts
+        for signature, old in list(facts._kinds.items()):
+            facts._kinds[signature] = dc_replace(old, classes=self._classes_of(old))
+        facts._profiles = Counter(self._make_profile(c) for n, c in facts._nodes.items()
+                                  if n != ANYWHERE and c)
+        self.touched.add("profiles")
+
+    def _namespace_labels(self, name: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        self.touched.add("namespaces")
+        self.facts._namespaces.pop(name, None)
+        if deleted or not name:
+            return
+        meta = obj.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        self.facts._namespaces[name] = MappingProxyType(
+            {k: v for k, v in (labels or {}).items() if isinstance(k, str) and isinstance(v, str)}
+            if isinstance(labels, Mapping) else {})
+
+    def _quota(self, obj: Mapping[str, Any], deleted: bool) -> None:
+        self.touched.add("quotas")
+        key = (_namespace(obj), _name(obj))
+        self.facts._quotas.pop(key, None)
+        if deleted:
+            return
+        spec, status = obj.get("spec"), obj.get("status")
+        # Only what check_quotas reads: name, namespace, hard and used.
+        self.facts._quotas[key] = MappingProxyType({
+            "metadata": {"name": key[1], "namespace": key[0]},
+            "spec": {"hard": dict(spec.get("hard") or {}) if isinstance(spec, Mapping) else {}},
+            "status": {"used": dict(status.get("used") or {}) if isinstance(status, Mapping) else {}},
+        })
+
+    def publish(self) -> None:
+        facts = self.facts
+        if self.classes_changed:
+            self._rebuild_kinds()
+        old = facts._snapshot
+        published = old.published
+        if self.drivers:
+            updated = dict(published)
+            for driver in self.drivers:
+                names = facts._names.get(driver)
+                if names:
+                    updated[driver] = _published(names)
+                else:
+                    updated.pop(driver, None)
+                    facts._names.pop(driver, None)
+            published = MappingProxyType(updated)
+        anywhere = facts._nodes.get(ANYWHERE)
+        quotas: dict[str, list[Mapping[str, Any]]] = {}
+        if "quotas" in self.touched:
+            for (namespace, _), quota in sorted(facts._quotas.items()):
+                quotas.setdefault(namespace, []).append(quota)
+        facts._snapshot = _Snapshot(
+            classes=MappingProxyType(dict(facts._classes)) if self.classes_changed else old.classes,
+            published=published,
+            profiles=(MappingProxyType(dict(facts._profiles)) if "profiles" in self.touched
+                      else old.profiles),
+            anywhere=self._make_profile(anywhere) if anywhere else _EMPTY_PROFILE,
+            namespaces=(MappingProxyType(dict(facts._namespaces)) if "namespaces" in self.touched
+                        else old.namespaces),
+            quotas=(MappingProxyType({k: tuple(v) for k, v in quotas.items()})
+                    if "quotas" in self.touched else old.quotas),
+            problems=(tuple(p for ps in facts._problems.values() for p in ps)
+                      if "problems" in self.touched else old.problems),
+            loaded=frozenset(facts._loaded),
+        )
+
+
+def _split(qualified: str, driver: str) -> tuple[str, str]:
+    domain, sep, ident = qualified.rpartition("/")
+    return (domain, ident) if sep else (driver, qualified)
+
+
+def _published(names: Counter[tuple[str, str, str, str]]) -> Published:
+    attributes: dict[str, dict[str, str]] = {}
+    capacity: dict[str, set[str]] = {}
+    for (what, domain, name, value_type), refs in names.items():
+        if refs <= 0:
+            continue
+        if what == "attribute":
+            attributes.setdefault(domain, {})[name] = value_type
+        else:
+            capacity.setdefault(domain, set()).add(name)
+    return Published(MappingProxyType({d: MappingProxyType(n) for d, n in attributes.items()}),
+                     MappingProxyType({d: frozenset(n) for d, n in capacity.items()}))
+
+
+def offer(snapshot: _Snapshot, kinds: frozenset[DeviceKind] | None, device_class: str) -> Offer:
+    """Devices of `device_class` (and among `kinds` when given): total and most on one node."""
+    total = per_node = 0
+    drivers: set[str] = set()
+    everywhere = 0
+    for kind, count in snapshot.anywhere:
+        if device_class in kind.classes and (kinds is None or kind in kinds):
+            everywhere += count
+            drivers.add(kind.driver)
+    total += everywhere
+    for profile, nodes in snapshot.profiles.items():
+        here = 0
+        for kind, count in profile:
+            if device_class in kind.classes and (kinds is None or kind in kinds):
+                here += count
+                drivers.add(kind.driver)
+        total += here * nodes
+        per_node = max(per_node, here)
+    return Offer(total, per_node + everywhere, frozenset(drivers))
+
+
+def kinds_of_class(snapshot: _Snapshot, device_class: str) -> list[DeviceKind]:
+    """The distinct device kinds of a class, each once."""
+    seen: dict[int, DeviceKind] = {}
+    for kind, _ in snapshot.anywhere:
+        if device_class in kind.classes:
+            seen.setdefault(id(kind), kind)
+    for profile in snapshot.profiles:
+        for kind, _ in profile:
+            if device_class in kind.classes:
+                seen.setdefault(id(kind), kind)
+    return list(seen.values())
+
+
+# Keep `meta_name` importable from here for callers that read objects the same way.
+__all__ = ["WATCHED", "ClusterFacts", "DeviceKind", "FactProblem", "Offer", "Published",
+           "Watched", "facts_from_objects", "kinds_of_class", "meta_name", "offer"]
