@@ -16,9 +16,10 @@ from flask import Flask
 
 from draguard.schema.model.options import Options
 from draguard.webhook.config import Config
-from draguard.webhook.review import Mutator, RuleSet
+from draguard.webhook.review import ClusterJudge, Mutator, RuleSet
 from draguard.webhook.routes import WebhookState, blueprint, decisions
 from draguard.webhook.serving import laststate
+from draguard.webhook.serving.clusterview import ClusterView
 from draguard.webhook.serving.deadline import runner_for
 from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.serving.metrics import Metrics
@@ -62,10 +63,11 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     metrics = worker_metrics()
     laststate.count_failures(policy=metrics.policy_failed, tls=metrics.tls_failed)
     store = laststate.policy_store(config)
-    rules = rules or RuleSet(release=config.release, mutator=load_mutator(store))
+    view, judge = cluster_checks(config, metrics, store) if config.cluster_view else (None, None)
+    rules = rules or RuleSet(release=config.release, mutator=load_mutator(store), cluster=judge)
     cache = laststate.tls_cache(config) if tls else None
     state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache,
-                         runner=runner_for(config.threads), policy=store)
+                         runner=runner_for(config.threads), policy=store, view=view)
     state.warm_error = warm(rules)
     if cache is not None:
         try:
@@ -116,6 +118,52 @@ def load_mutator(store: PolicyStore | None) -> Mutator | None:
         return mutate(obj, policy=store.current(), options=options)
 
     return apply
+
+
+def cluster_checks(config: Config, metrics: Metrics,
+                   store: PolicyStore | None) -> tuple[ClusterView, ClusterJudge]:
+    """This worker's cluster view, started, and the review's cluster checks over it (issue 20).
+
+    Made in each worker (gunicorn forks before `create_app`), so each keeps its own
+    view and threads. The checks read the view's facts only; they run with the current
+    policy's `clusterChecks:` settings, and are replaced by one `cluster-view-stale`
+    warning while a kind is still loading or the view is older than the policy's bound.
+    """
+    from draguard.schema.cluster.checks import (
+        CLUSTER_CODES,
+        DEFAULT_SETTINGS,
+        EMPTY_VERDICT,
+        CheckSettings,
+        ClusterVerdict,
+        check_object,
+        stale_advice,
+    )
+    from draguard.schema.cluster.facts import WATCHED, ClusterFacts
+    from draguard.schema.cluster.live import Target, connect
+
+    target = Target(kubeconfig=str(config.kubeconfig) if config.kubeconfig else None,
+                    in_cluster=config.in_cluster)
+    facts = ClusterFacts()
+    view = ClusterView(WATCHED, facts, connect=lambda: connect(target)[0], observer=metrics)
+    view.start()
+
+    def settings() -> CheckSettings:
+        if store is None:
+            return DEFAULT_SETTINGS
+        # getattr until the `facts` branch's Policy.cluster_checks lands here.
+        found: CheckSettings = getattr(store.current(), "cluster_checks", DEFAULT_SETTINGS)
+        return found
+
+    def judge(obj: dict[str, Any], options: Options) -> ClusterVerdict:
+        current = settings()
+        if all(current.level(code) == "off" for code in CLUSTER_CODES):
+            return EMPTY_VERDICT
+        age = view.oldest_age()
+        if age is None or age > current.stale_after_seconds:
+            return ClusterVerdict((), (stale_advice(age, current),))
+        return check_object(obj, facts, current, options=options)
+
+    return view, judge
 
 
 def _configure_decision_log() -> None:

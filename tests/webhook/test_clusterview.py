@@ -176,11 +176,10 @@ def test_slow_first_list_keeps_the_view_not_ready(api: FakeApi, recorder: Record
         assert api.wait_for(lambda _: len(api.lists("namespaces")) >= 1)
         reason = view.not_ready()
         assert reason is not None and "Namespace" in reason and "DeviceClass" not in reason
-        stale = view.stale_reason(300)
-        assert stale is not None and "loading" in stale
+        assert view.oldest_age() is None
         gate.set()
         assert view.wait_loaded(30)
-        assert view.not_ready() is None and view.stale_reason(300) is None
+        assert view.not_ready() is None and view.oldest_age() == 0.0
     finally:
         view.stop()
 

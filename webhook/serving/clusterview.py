@@ -13,7 +13,7 @@ failure ends the thread.
 Native threads, not greenlets: decoding a page of ResourceSlices is pure CPU, and in a
 greenlet it would hold every connection of the worker; a native thread shares the GIL
 in slices, so reviews keep being answered. Reviews never wait for the view: they read
-the sink's snapshots (`draguard.schema.cluster.facts`), and ask `stale_reason` whether
+the sink's snapshots (`draguard.schema.cluster.facts`), and ask `oldest_age` whether
 those may be trusted. Sockets are gevent's in the gevent worker (monkey-patched); each
 thread then runs its own gevent hub, as gevent documents for native threads.
 
@@ -201,18 +201,16 @@ class ClusterView:
         parts = [name + (f" ({s.error})" if s.error else "") for name, s in waiting]
         return "cluster view loading, not listed yet: " + ", ".join(parts)
 
-    def stale_reason(self, bound: float) -> str | None:
-        """Why the view may not be trusted now (loading, or older than `bound` s), or None."""
-        loading = self.not_ready()
-        if loading is not None:
-            return f"cluster checks skipped: {loading}"
-        old = [(name, age) for name in self._status
-               if (age := self.age(name)) is not None and age > bound]
-        if not old:
+    def oldest_age(self) -> float | None:
+        """The age of the least current kind, in seconds; None while any kind is loading.
+
+        A review compares it with the policy's bound and skips the cluster checks
+        (warning `cluster-view-stale`) rather than judge from an old or partial view.
+        """
+        ages = [self.age(name) for name in self._status]
+        if any(age is None for age in ages):
             return None
-        ages = ", ".join(f"{name} {age:.0f} s" for name, age in old)
-        return (f"cluster checks skipped: the cluster view is stale ({ages} since last in "
-                f"sync; bound {bound:g} s)")
+        return max((age for age in ages if age is not None), default=0.0)
 
     def wait_loaded(self, timeout: float) -> bool:
         """Block until every kind has been listed once (tests, tools), or `timeout` passes."""
