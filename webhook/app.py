@@ -150,9 +150,7 @@ def cluster_checks(config: Config, metrics: Metrics,
     def settings() -> CheckSettings:
         if store is None:
             return DEFAULT_SETTINGS
-        # getattr until the `facts` branch's Policy.cluster_checks lands here.
-        found: CheckSettings = getattr(store.current(), "cluster_checks", DEFAULT_SETTINGS)
-        return found
+        return store.current().cluster_checks
 
     def judge(obj: dict[str, Any], options: Options) -> ClusterVerdict:
         current = settings()

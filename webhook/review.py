@@ -318,8 +318,10 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
 
 
 def render_advice(item: Advice) -> str:
-    """One admission warning: `path: message` (the code is for lint and the annotation)."""
-    return f"{item.field}: {item.message}"
+    """One admission warning: `path: message` (the code is for lint and the annotation);
+    the message alone for advice about the whole object (`cluster-view-stale`)."""
+    where = item.field
+    return f"{where}: {item.message}" if where else item.message
 
 
 def limit_warnings(warnings: Iterable[str]) -> list[str]:

@@ -50,7 +50,7 @@ class FakeApi:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.changed = threading.Condition()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server = _Quiet(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.server.block_on_close = False  # a scripted watch may still be waiting
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -104,6 +104,11 @@ class FakeApi:
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         }))
         return path
+
+
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hangs up (the view stopping) is no test failure
 
 
 def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
