@@ -15,11 +15,15 @@ at its nearest existing parent.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draguard.schema.advice.claims import Version, ignored_codes
 from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
+from draguard.schema.cluster.checks import CheckSettings, check_object
+from draguard.schema.cluster.facts import KINDS as CLUSTER_KINDS
+from draguard.schema.cluster.facts import ClusterFacts, facts_from_objects
 from draguard.schema.model import errors
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
@@ -32,10 +36,14 @@ from draguard.schema.read.sources import (
     Chunk,
     Parsed,
     SyntaxProblem,
+    Unreadable,
+    expand_paths,
     locate,
     parse,
     peek,
     positions,
+    read_source,
+    split_documents,
 )
 from draguard.schema.report import DocumentResult, Finding, LintWarning
 from draguard.schema.validate import Verdict, validate_object
@@ -420,3 +428,141 @@ def _check_batch(batch: Sequence[Chunk]) -> list[DocumentResult]:
     assert _worker is not None, "worker used before _start_worker"
     options, validate = _worker
     return [r for chunk in batch for r in check_chunk(chunk, options=options, validate=validate)]
+
+
+# --- the cluster-aware checks (issue 20; Namespaces among the inputs, issue 17) ---------
+
+@dataclass(slots=True)
+class ClusterInput:
+    """The cluster view for lint and what went wrong reading it (as lint results)."""
+
+    facts: ClusterFacts
+    results: list[DocumentResult] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+
+def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
+    """`--cluster-objects`: the WATCHED kinds from files; bad documents are findings with lines.
+
+    Other kinds in the files are left alone. An object the facts cannot use (a slice the
+    apiserver would refuse) is a finding at its place in its file.
+    """
+    objects: list[Mapping[str, Any]] = []
+    places: dict[tuple[str, str], tuple[_Located, tuple[Segment, ...], Mapping[str, Any]]] = {}
+    out = ClusterInput(ClusterFacts())
+    for path in expand_paths(paths):
+        source = read_source(path)
+        if isinstance(source, Unreadable):
+            out.unreadable.append(source)
+            continue
+        for chunk in split_documents(source):
+            parsed = parse(chunk)
+            if isinstance(parsed, SyntaxProblem):
+                out.results.append(_broken(chunk, parsed))
+                continue
+            located = _Located(chunk, parsed)
+            items = _list_items(parsed.value)
+            listed: list[tuple[tuple[Segment, ...], Any]] = [((), parsed.value)] if items is None else [
+                (("items", j), item) for j, item in enumerate(items)]
+            for prefix, obj in listed:
+                if isinstance(obj, dict) and obj.get("kind") in CLUSTER_KINDS:
+                    objects.append(obj)
+                    places[(str(obj["kind"]), _text(_meta(obj).get("name")) or "")] = (
+                        located, prefix, obj)
+    out.facts = facts_from_objects(objects)
+    for problem in out.facts.problems():
+        place = places.get((problem.kind, problem.name))
+        if place is None:
+            continue
+        located, prefix, obj = place
+        line, column = located.place([prefix + problem.path])
+        out.results.append(_cluster_result(located.chunk, obj, Finding(
+            str(FieldPath(problem.path)), "Invalid", problem.message, line, column), line))
+    return out
+
+
+def cluster_from_objects(objects: Iterable[Mapping[str, Any]], *, source: str) -> ClusterInput:
+    """`--from-cluster`: objects from a live list; a finding names the object, not a line."""
+    out = ClusterInput(facts_from_objects(objects))
+    for problem in out.facts.problems():
+        name = f"{source}/{problem.kind}/{problem.name}"
+        finding = Finding(str(FieldPath(problem.path)), "Invalid", problem.message, 0, 0)
+        out.results.append(DocumentResult(name, 0, None, problem.kind, problem.name or None,
+                                          None, (finding,), line=0))
+    return out
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _cluster_result(chunk: Chunk, obj: Mapping[str, Any], finding: Finding, line: int) -> DocumentResult:
+    meta = _meta(obj)
+    return DocumentResult(chunk.file, chunk.index, _text(obj.get("apiVersion")),
+                          _text(obj.get("kind")), _text(meta.get("name")),
+                          _text(meta.get("namespace")), (finding,), line=line)
+
+
+def add_input_namespaces(chunks: Sequence[Chunk], results: Sequence[DocumentResult],
+                         facts: ClusterFacts | None) -> ClusterFacts | None:
+    """The inputs' Namespaces added to `facts` (issue 17); new facts when None and some exist.
+
+    New facts hold only the Namespace kind, so only the admin-access check can use
+    them; the checks that need DeviceClasses or ResourceSlices stay silent without those.
+    """
+    wanted = {(r.file, r.document) for r in results if r.kind == "Namespace"}
+    found = [obj for chunk in chunks if (chunk.file, chunk.index) in wanted
+             for _, _, _, obj in _objects(chunk)
+             if isinstance(obj, dict) and obj.get("kind") == "Namespace"
+             and obj.get("apiVersion") == "v1"]
+    if not found:
+        return facts
+    if facts is None:
+        facts = ClusterFacts()
+        facts.replace("Namespace", found)
+        return facts
+    for obj in found:
+        facts.apply("Namespace", "ADDED", obj)
+    return facts
+
+
+def cluster_check(
+    chunks: Sequence[Chunk], results: list[DocumentResult], *, facts: ClusterFacts,
+    settings: CheckSettings, options: Options,
+) -> list[DocumentResult]:
+    """Add the cluster checks' findings to the claims and templates among the results.
+
+    Denials become errors (type Forbidden, the code in the message), warnings keep
+    their code; both are placed in the user's file as the rule findings are.
+    """
+    claim_docs = {(r.file, r.document) for r in results if r.kind in KINDS and not r.skipped}
+    if not claim_docs:
+        return results
+    by_key = {(r.file, r.document, r.item): k for k, r in enumerate(results)}
+    out = list(results)
+    for chunk in chunks:
+        if (chunk.file, chunk.index) not in claim_docs:
+            continue
+        for located, item, prefix, obj in _objects(chunk):
+            k = by_key.get((chunk.file, chunk.index, item))
+            if k is None or out[k].kind not in KINDS or not isinstance(obj, dict):
+                continue
+            try:
+                verdict = check_object(obj, facts, settings, options=options)
+            except Exception as exc:  # a bug here must not hide the other documents
+                out[k] = _crashed(located, obj, prefix, item, exc)
+                continue
+            shape = "v1beta1" if obj.get("apiVersion") == "resource.k8s.io/v1beta1" else None
+            denials = tuple(
+                Finding(a.field, "Forbidden", f"{a.message} (draguard {a.code})",
+                        *located.place(candidate_paths(a.path, shape, prefix)))
+                for a in verdict.denials)
+            warnings = tuple(
+                LintWarning(a.field, a.code, a.message,
+                            *located.place(candidate_paths(a.path, shape, prefix)))
+                for a in verdict.warnings)
+            if denials or warnings:
+                out[k] = out[k]._replace(errors=out[k].errors + denials,
+                                         warnings=out[k].warnings + warnings)
+    return out

@@ -17,6 +17,10 @@ from draguard.schema import lint
 from draguard.schema.advice.claims import PROFILES
 from draguard.schema.advice.codes import refusal
 from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
+from draguard.schema.cluster import live
+from draguard.schema.cluster.checks import CheckSettings, Level
+from draguard.schema.cluster.facts import WATCHED
+from draguard.schema.cluster.live import LiveError
 from draguard.schema.model import releases
 from draguard.schema.model.options import Options
 from draguard.schema.read.sources import (
@@ -55,6 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="drop warnings with this code (repeatable, or comma-separated)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="say on stderr what was skipped and why")
+    cluster = parser.add_argument_group(
+        "cluster-aware checks",
+        "class-missing, attribute-unknown, alternative-unsatisfiable, quota-exceeded (warnings) "
+        "and admin-access-namespace (an error, as the apiserver refuses it) against the "
+        "cluster's DeviceClasses, ResourceSlices, Namespaces and ResourceQuotas; Namespaces "
+        "among the PATHs count for admin-access-namespace even without these options")
+    cluster.add_argument("--cluster-objects", action="append", default=[], metavar="DIR",
+                         help="read the cluster's objects from these files or folders "
+                              "(YAML/JSON, e.g. kubectl get -o yaml; repeatable)")
+    cluster.add_argument("--from-cluster", action="store_true",
+                         help="list the cluster's objects through the kubeconfig")
+    cluster.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    cluster.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster.add_argument("--in-cluster", action="store_true",
+                         help="use the Pod's service account instead of a kubeconfig")
     return parser
 
 
@@ -108,12 +127,29 @@ def main(
         err.write("draguard lint: admin-access namespace check skipped: "
                   "no --namespace-labels given\n")
 
+    try:
+        cluster = _read_cluster(args, err)
+    except LiveError as exc:
+        err.write(f"draguard lint: {exc}\n")
+        return EXIT_USAGE
+    if cluster is not None:
+        for bad in cluster.unreadable:
+            err.write(f"draguard lint: cannot read {bad.name}: {bad.reason}\n")
+        unreadable = [*unreadable, *cluster.unreadable]
+
     report = Report(disabled=disabled)
     try:
-        report.extend(lint.run(chunks, options=options, validate=validate, jobs=jobs))
+        results = lint.run(chunks, options=options, validate=validate, jobs=jobs)
     except lint.WorkerDied:  # a worker killed (out of memory, a crash in C code)
         err.write("draguard lint: a worker process died; try again without --jobs\n")
         return EXIT_USAGE
+    facts = lint.add_input_namespaces(chunks, results, cluster.facts if cluster else None)
+    if facts is not None:
+        results = lint.cluster_check(chunks, results, facts=facts,
+                                     settings=cluster_settings(options), options=options)
+    report.extend(results)
+    if cluster is not None:
+        report.extend(cluster.results)
     if args.verbose:
         for result in report.results:
             if result.skipped:
@@ -123,6 +159,30 @@ def main(
     if unreadable:
         return EXIT_USAGE
     return EXIT_FINDINGS if report.has_findings(fail_on_warning=args.fail_on_warning) else EXIT_OK
+
+
+def cluster_settings(options: Options) -> CheckSettings:
+    """Lint's levels: every cluster code warns, but admin-access-namespace is an error.
+
+    The apiserver itself refuses that one (upstream-rules.md §3.7), so it is an error as
+    with --namespace-labels; given those labels, the rule set already checks it and the
+    cluster check is off (one finding, not two).
+    """
+    admin: Level = "off" if options.namespace_labels is not None else "deny"
+    return CheckSettings({"admin-access-namespace": admin})
+
+
+def _read_cluster(args: argparse.Namespace, err: TextIO) -> lint.ClusterInput | None:
+    """The cluster view asked for by --cluster-objects / --from-cluster, else None."""
+    if not args.cluster_objects and not args.from_cluster:
+        return None
+    if args.cluster_objects and args.from_cluster:
+        raise LiveError("give --cluster-objects or --from-cluster, not both")
+    if args.cluster_objects:
+        return lint.read_cluster_files(args.cluster_objects)
+    api, _ = live.connect(live.Target(args.kubeconfig, args.context, args.in_cluster))
+    objects = list(live.list_watched(api, WATCHED, progress=lambda _: None))
+    return lint.cluster_from_objects(objects, source="cluster")
 
 
 def _read_all(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[Chunk], list[Unreadable]]:

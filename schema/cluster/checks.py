@@ -50,6 +50,9 @@ class CheckSettings:
     def level(self, code: str) -> Level:
         return self.levels.get(code, "warn")
 
+    def __hash__(self) -> int:  # `levels` is a mapping; a Policy holding this stays hashable
+        return hash((tuple(sorted(self.levels.items())), self.stale_after_seconds))
+
 
 DEFAULT_SETTINGS = CheckSettings()
 
@@ -139,9 +142,13 @@ class _Scope:
         expressions = _expressions(alternative)
         class_offer = _cached_offer(snapshot, device_class, ())
         drivers = class_offer.drivers or frozenset(snapshot.published)
-        for k, expression in expressions:
-            at = path.child("selectors").index(k).child("cel", "expression")
-            yield from self._unknown_names(at, expression, drivers)
+        unknown = [found for k, expression in expressions
+                   for found in self._unknown_names(
+                       path.child("selectors").index(k).child("cel", "expression"),
+                       expression, drivers)]
+        yield from unknown
+        if unknown:  # the selector fails on every device: saying so again adds nothing
+            return
         yield from self._unsatisfiable(path, name, alternative, device_class,
                                        tuple(e for _, e in expressions), class_offer)
 

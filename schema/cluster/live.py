@@ -11,12 +11,15 @@ so they are read exactly as files are.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client, config
+
+from draguard.schema.cluster.facts import Watched
 
 PAGE = 500
 RESOURCE = ("resource.k8s.io", "v1")
@@ -78,6 +81,28 @@ def list_objects(api: Any, *, namespace: str, pod: str | None,
         found = _call(lambda: _raw(core.read_namespaced_pod(pod, namespace, _preload_content=False)),
                       f"Pod {namespace}/{pod}")
         yield {"kind": "Pod", "apiVersion": "v1", **found}
+
+
+def list_watched(api: Any, watched: Iterable[Watched], *,
+                 progress: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+    """Every object of the `watched` kinds, cluster-wide (issue 20: lint --from-cluster)."""
+    core = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    for entry in watched:
+        api_version = f"{entry.group}/{entry.version}" if entry.group else entry.version
+        call: Callable[..., Any]
+        if entry.group:
+            call = functools.partial(custom.list_cluster_custom_object, entry.group,
+                                     entry.version, entry.plural)
+        elif entry.plural == "namespaces":
+            call = functools.partial(_raw_list, core.list_namespace)
+        else:
+            call = functools.partial(_raw_list, core.list_resource_quota_for_all_namespaces)
+        yield from _paged(entry.kind, api_version, call, progress)
+
+
+def _raw_list(method: Callable[..., Any], **kwargs: Any) -> Any:
+    return _raw(method(_preload_content=False, **kwargs))
 
 
 def _paged(kind: str, api_version: str, call: Callable[..., Any],

@@ -19,6 +19,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from draguard.schema.cluster.checks import CLUSTER_CODES, LEVELS, CheckSettings, Level
 from draguard.schema.model.formats import is_dns1123_label, is_dns1123_subdomain
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import FIRST_AVAILABLE_MAX, SELECTORS_MAX
@@ -164,7 +165,8 @@ def read_policy(data: bytes | str, *, source: str) -> Policy:
         # What a reader sees mid-way through a non-atomic rewrite; see the policy docstring.
         raise PolicyError(root.source, "the policy file holds no document; write {} for a "
                           "policy of defaults only")
-    top = root.fields("apiVersion", "kind", "catalog", "limits", "defaults", "configNamesParent")
+    top = root.fields("apiVersion", "kind", "catalog", "limits", "defaults", "configNamesParent",
+                      "clusterChecks")
     if "apiVersion" in top and top["apiVersion"].string() != API_VERSION:
         top["apiVersion"].fail(f"must be {API_VERSION}")
     if "kind" in top and top["kind"].string() != KIND:
@@ -179,7 +181,27 @@ def read_policy(data: bytes | str, *, source: str) -> Policy:
         limits=limits,
         defaults=top["defaults"].boolean() if "defaults" in top else True,
         config_names_parent="keep" if rewrite == "keep" else "rewrite",
+        cluster_checks=_cluster_checks(top["clusterChecks"]) if "clusterChecks" in top
+        else CheckSettings(),
     )
+
+
+def _cluster_checks(node: _Node) -> CheckSettings:
+    """`clusterChecks:`: a level per cluster code (default warn) and `staleAfter` seconds."""
+    fields = node.fields(*CLUSTER_CODES, "staleAfter")
+    levels: dict[str, Level] = {}
+    for code in CLUSTER_CODES:
+        if code in fields:
+            chosen = fields[code].choice(LEVELS)
+            levels[code] = next(level for level in LEVELS if level == chosen)
+    stale = 300.0
+    if "staleAfter" in fields:
+        value = fields["staleAfter"].value
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            fields["staleAfter"].fail(f"must be a number of seconds greater than zero, "
+                                      f"not {_kind(value)}")
+        stale = float(value)
+    return CheckSettings(MappingProxyType(levels), stale)
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:

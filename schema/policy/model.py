@@ -24,6 +24,10 @@ limits:
   - "*.experimental.example.com"
 defaults: true                     # apply upstream defaults (§4) to fields still unset
 configNamesParent: rewrite         # rewrite (default) | keep (issue 7 `config-names-parent`)
+clusterChecks:                     # the cluster-aware checks (issue 20): deny | warn | off
+  class-missing: deny              # codes not named warn; also attribute-unknown,
+  staleAfter: 300                  # alternative-unsatisfiable, quota-exceeded,
+                                   # admin-access-namespace; staleAfter in seconds
 ```
 
 A file without any document (empty, or only comments) is an error rather than "all
@@ -63,6 +67,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
+
+from draguard.schema.cluster.checks import DEFAULT_SETTINGS, CheckSettings
 
 Placement = Literal["first", "last", "replace"]
 ConfigRewrite = Literal["rewrite", "keep"]
@@ -172,6 +178,7 @@ class Policy:
     limits: Limits = Limits()
     defaults: bool = True
     config_names_parent: ConfigRewrite = "rewrite"
+    cluster_checks: CheckSettings = DEFAULT_SETTINGS
 
     @classmethod
     def empty(cls) -> Policy:
