@@ -97,8 +97,9 @@ def test_readyz_waits_for_the_first_lists_and_reviews_say_so(app: Flask, api: Fa
 
 
 def test_serve_with_cluster_view_warns_then_denies_by_policy(api: FakeApi, tmp_path: Path) -> None:
-    """Through real gunicorn + TLS: a missing DeviceClass warns, and is denied once the policy
-    says `class-missing: deny` (the policy file is reloaded on change)."""
+    """Through real gunicorn + TLS: a missing DeviceClass warns; garbage on a watch leaves the
+    worker serving; the claim is denied once the policy says `class-missing: deny` (the
+    policy file is reloaded on change)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text("{}\n")
     server = start_server(tmp_path / "serve", "--cluster-view", "--kubeconfig",
@@ -108,6 +109,14 @@ def test_serve_with_cluster_view_warns_then_denies_by_policy(api: FakeApi, tmp_p
         reply = client.review(review()).json()["response"]
         assert reply["allowed"] is True
         assert any(w.startswith(MISSING_FIELD) for w in reply["warnings"])
+
+        # A garbage line on a watch: counted, the watch resumes, the worker keeps serving.
+        watches = len(api.watches("deviceclasses"))
+        api.script("deviceclasses", ("raw", b"\x00garbage{\n"))
+        assert api.wait_for(lambda _: len(api.watches("deviceclasses")) > watches)
+        metrics = client.request("GET", "/metrics").body.decode()
+        assert 'draguard_cluster_view_bad_events_total{kind="DeviceClass"} 1.0' in metrics
+        assert 'draguard_cluster_view_loaded{kind="ResourceSlice"}' in metrics
 
         policy.write_text(DENY_POLICY)
         for attempt in range(600):  # the store notices the change on a later review
