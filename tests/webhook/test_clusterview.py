@@ -256,3 +256,34 @@ def test_age_grows_only_while_no_watch_is_open(api: FakeApi, recorder: Recorder)
         assert view.status()["DeviceClass"].watching is False
     finally:
         view.stop()
+
+
+def test_a_slice_with_100000_devices_is_a_problem_not_a_dead_view(api: FakeApi) -> None:
+    """A watched ResourceSlice far beyond upstream's limits reaches the facts as a problem
+    (not a bad event), and the view's threads stay up."""
+    from draguard.schema.cluster.facts import ClusterFacts
+
+    huge = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "huge", "resourceVersion": "101"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                     "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"d{i}", "attributes": {"i": {"int": i}}}
+                                 for i in range(100_000)]}}
+    facts = ClusterFacts()
+    slices = Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices")
+    recorder = Recorder()
+    view = ClusterView((CLASSES, slices), facts, connect=view_of(api, recorder)._connect,
+                       observer=recorder, tuning=FAST)
+    view.start()
+    try:
+        assert view.wait_loaded(30)
+        api.script("resourceslices", ("event", "ADDED", huge), ("wait", threading.Event()))
+        for _ in range(600):  # a guard against a hang, not a timing check
+            if facts.problems():
+                break
+            threading.Event().wait(0.05)
+        assert any("huge" in problem.render() for problem in facts.problems())
+        assert all(thread.is_alive() for thread in view._threads)
+        assert recorder.of("bad") == []
+    finally:
+        view.stop()
