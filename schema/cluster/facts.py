@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from draguard.schema.cluster import selectors
 from draguard.schema.cluster.objects import (
@@ -63,6 +63,7 @@ WATCHED: tuple[Watched, ...] = (
     Watched("ResourceQuota", "", "v1", "resourcequotas"),
 )
 KINDS = frozenset(w.kind for w in WATCHED)
+_T = TypeVar("_T")
 ANYWHERE = ""  # the node key of devices offered to every node (allNodes, node selectors)
 
 
@@ -95,6 +96,7 @@ class DeviceKind:
     allow_multiple: bool
     classes: frozenset[str] = frozenset()
     names: tuple[tuple[str, str, str, str], ...] = ()  # (attribute|capacity, domain, name, type)
+    signature: str = ""  # the interned `Device.signature`
 
     def matches(self, expressions: Iterable[str]) -> bool:
         """Whether every expression is true for this kind (a runtime error is no match)."""
@@ -168,6 +170,7 @@ class ClusterFacts:
         self._quotas: dict[tuple[str, str], Mapping[str, Any]] = {}
         self._problems: dict[tuple[str, str], tuple[FactProblem, ...]] = {}
         self._loaded: set[str] = set()
+        self._shared: dict[Any, Any] = {}  # interned names tuples and class sets
 
     # --- readers ------------------------------------------------------------------
 
@@ -329,15 +332,20 @@ class _Writer:
         for device in found.devices:
             node = device.node_name or found.node_name or ANYWHERE
             signature = device.signature(found.driver)
-            if signature not in self.facts._kinds:
+            known = self.facts._kinds.get(signature)
+            if known is not None:
+                signature = known.signature  # one string per kind, however many slices
+            else:
                 attributes, capacity = device.cel_inputs(found.driver)
                 names = tuple([("attribute", *_split(q, found.driver), t)
                                for q, (t, _) in device.attributes.items()]
                               + [("capacity", *_split(q, found.driver), "")
                                  for q in device.capacity])
+                names = self._intern(names)  # equal across a driver's devices: one copy
                 kind = DeviceKind(found.driver, attributes, capacity,
-                                  device.allow_multiple_allocations, names=names)
-                kind.classes = self._classes_of(kind)
+                                  device.allow_multiple_allocations, names=names,
+                                  signature=signature)
+                kind.classes = self._intern(self._classes_of(kind))
                 self.facts._kinds[signature] = kind
                 self.facts._names.setdefault(found.driver, Counter()).update(names)
                 self.drivers.add(found.driver)
@@ -388,6 +396,9 @@ class _Writer:
     def _make_profile(self, counts: Counter[str]) -> Profile:
         return frozenset((self.facts._kinds[s], n) for s, n in counts.items())
 
+    def _intern(self, value: _T) -> _T:
+        return self.facts._shared.setdefault(value, value)  # type: ignore[no-any-return]
+
     def _classes_of(self, kind: DeviceKind) -> frozenset[str]:
         return frozenset(name for name, found in self.facts._classes.items()
                          if kind.matches(found.selectors))
@@ -396,7 +407,7 @@ class _Writer:
         """A class changed: every kind gets its classes again, profiles are made anew."""
         facts = self.facts
         for signature, old in list(facts._kinds.items()):
-            facts._kinds[signature] = dc_replace(old, classes=self._classes_of(old))
+            facts._kinds[signature] = dc_replace(old, classes=self._intern(self._classes_of(old)))
         facts._profiles = Counter(self._make_profile(c) for n, c in facts._nodes.items()
                                   if n != ANYWHERE and c)
         self.touched.add("profiles")
