@@ -131,3 +131,27 @@ def test_serve_with_cluster_view_warns_then_denies_by_policy(api: FakeApi, tmp_p
     finally:
         server.stop()
     assert "cluster view DeviceClass: listed 1 objects" in server.log()
+
+
+def test_an_unusable_kubeconfig_keeps_the_worker_unready_and_says_why(tmp_path: Path) -> None:
+    """A kubeconfig that cannot be read: /readyz 503 naming the problem; reviews still answered."""
+    missing = tmp_path / "no-such-kubeconfig"
+    made = create_app(Config(cluster_view=True, kubeconfig=missing), tls=False)
+    state: WebhookState = made.extensions["draguard"]
+    assert state.view is not None
+    try:
+        client = made.test_client()
+        body = ""
+        for _ in range(600):  # the first attempt records its error; a guard, not a timing check
+            reply = client.get("/readyz")
+            body = reply.get_data(as_text=True)
+            if "cannot load the cluster configuration" in body:
+                break
+            threading.Event().wait(0.05)
+        assert reply.status_code == 503
+        assert "cannot load the cluster configuration" in body
+        response = client.post("/validate", json=review()).get_json()["response"]
+        assert response["allowed"] is True
+        assert any("still loading" in w for w in response["warnings"])
+    finally:
+        state.view.stop()
