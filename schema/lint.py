@@ -21,9 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from draguard.schema.advice.claims import Version, ignored_codes
 from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
-from draguard.schema.cluster.checks import CheckSettings, check_object
-from draguard.schema.cluster.facts import KINDS as CLUSTER_KINDS
-from draguard.schema.cluster.facts import ClusterFacts, facts_from_objects
 from draguard.schema.model import errors
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
@@ -51,6 +48,8 @@ from draguard.schema.validate import Verdict, validate_object
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from draguard.schema.cluster.checks import CheckSettings
+    from draguard.schema.cluster.facts import ClusterFacts
     from draguard.schema.read.yamlevents import Positions
 
 Validator = Callable[..., Verdict]
@@ -447,6 +446,9 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
     Other kinds in the files are left alone. An object the facts cannot use (a slice the
     apiserver would refuse) is a finding at its place in its file.
     """
+    from draguard.schema.cluster.facts import KINDS as CLUSTER_KINDS
+    from draguard.schema.cluster.facts import ClusterFacts, facts_from_objects
+
     objects: list[Mapping[str, Any]] = []
     places: dict[tuple[str, str], tuple[_Located, tuple[Segment, ...], Mapping[str, Any]]] = {}
     out = ClusterInput(ClusterFacts())
@@ -483,6 +485,8 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
 
 def cluster_from_objects(objects: Iterable[Mapping[str, Any]], *, source: str) -> ClusterInput:
     """`--from-cluster`: objects from a live list; a finding names the object, not a line."""
+    from draguard.schema.cluster.facts import facts_from_objects
+
     out = ClusterInput(facts_from_objects(objects))
     for problem in out.facts.problems():
         name = f"{source}/{problem.kind}/{problem.name}"
@@ -518,6 +522,8 @@ def add_input_namespaces(chunks: Sequence[Chunk], results: Sequence[DocumentResu
              and obj.get("apiVersion") == "v1"]
     if not found:
         return facts
+    from draguard.schema.cluster.facts import ClusterFacts
+
     if facts is None:
         facts = ClusterFacts()
         facts.replace("Namespace", found)
@@ -539,6 +545,8 @@ def cluster_check(
     claim_docs = {(r.file, r.document) for r in results if r.kind in KINDS and not r.skipped}
     if not claim_docs:
         return results
+    from draguard.schema.cluster.checks import check_object  # CEL and the client: only here
+
     by_key = {(r.file, r.document, r.item): k for k, r in enumerate(results)}
     out = list(results)
     for chunk in chunks:

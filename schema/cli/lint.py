@@ -11,16 +11,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from draguard.schema import lint
 from draguard.schema.advice.claims import PROFILES
 from draguard.schema.advice.codes import refusal
 from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
-from draguard.schema.cluster import live
-from draguard.schema.cluster.checks import CheckSettings, Level
-from draguard.schema.cluster.facts import WATCHED
-from draguard.schema.cluster.live import LiveError
 from draguard.schema.model import releases
 from draguard.schema.model.options import Options
 from draguard.schema.read.sources import (
@@ -32,6 +28,9 @@ from draguard.schema.read.sources import (
 )
 from draguard.schema.report import REPORTERS, Report, render
 from draguard.schema.validate import validate_object
+
+if TYPE_CHECKING:
+    from draguard.schema.cluster.checks import CheckSettings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -127,10 +126,9 @@ def main(
         err.write("draguard lint: admin-access namespace check skipped: "
                   "no --namespace-labels given\n")
 
-    try:
-        cluster = _read_cluster(args, err)
-    except LiveError as exc:
-        err.write(f"draguard lint: {exc}\n")
+    cluster = _read_cluster(args)
+    if isinstance(cluster, str):
+        err.write(f"draguard lint: {cluster}\n")
         return EXIT_USAGE
     if cluster is not None:
         for bad in cluster.unreadable:
@@ -168,20 +166,32 @@ def cluster_settings(options: Options) -> CheckSettings:
     with --namespace-labels; given those labels, the rule set already checks it and the
     cluster check is off (one finding, not two).
     """
+    from draguard.schema.cluster.checks import CheckSettings, Level  # CEL: only when used
+
     admin: Level = "off" if options.namespace_labels is not None else "deny"
     return CheckSettings({"admin-access-namespace": admin})
 
 
-def _read_cluster(args: argparse.Namespace, err: TextIO) -> lint.ClusterInput | None:
-    """The cluster view asked for by --cluster-objects / --from-cluster, else None."""
+def _read_cluster(args: argparse.Namespace) -> lint.ClusterInput | str | None:
+    """The cluster view asked for by --cluster-objects / --from-cluster, None, or an error.
+
+    The cluster modules (CEL, the kubernetes client) load only here: most lint runs
+    have no use for them.
+    """
     if not args.cluster_objects and not args.from_cluster:
         return None
     if args.cluster_objects and args.from_cluster:
-        raise LiveError("give --cluster-objects or --from-cluster, not both")
+        return "give --cluster-objects or --from-cluster, not both"
     if args.cluster_objects:
         return lint.read_cluster_files(args.cluster_objects)
-    api, _ = live.connect(live.Target(args.kubeconfig, args.context, args.in_cluster))
-    objects = list(live.list_watched(api, WATCHED, progress=lambda _: None))
+    from draguard.schema.cluster import live
+    from draguard.schema.cluster.facts import WATCHED
+
+    try:
+        api, _ = live.connect(live.Target(args.kubeconfig, args.context, args.in_cluster))
+        objects = list(live.list_watched(api, WATCHED, progress=lambda _: None))
+    except live.LiveError as exc:
+        return str(exc)
     return lint.cluster_from_objects(objects, source="cluster")
 
 

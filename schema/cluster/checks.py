@@ -4,7 +4,8 @@ The apiserver validates a claim alone; these checks need other objects, so they 
 against the cluster view (the webhook's watch cache, or lint's files). Pure: no API
 call. Each finding is an `Advice` with one of `CLUSTER_CODES`, at the path of the
 request, alternative or selector it concerns (hub shape: `exactly` / `firstAvailable`),
-and the policy's `clusterChecks:` says per code whether it denies, warns or is off.
+and the policy's `clusterChecks:` says per code whether it denies, warns or is off
+(`CheckSettings`, defined in `settings.py` so that the policy loads without CEL).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.cel.environment import EnvFlags, environment
@@ -28,33 +29,17 @@ from draguard.schema.cluster.facts import (
 )
 from draguard.schema.cluster.inventory import Claim
 from draguard.schema.cluster.quota import check_quotas
+from draguard.schema.cluster.settings import (
+    CLUSTER_CODES,
+    DEFAULT_SETTINGS,
+    LEVELS,
+    CheckSettings,
+    Level,
+)
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.shapes import identify
 from draguard.schema.validate import prepare
-
-Level = Literal["deny", "warn", "off"]
-LEVELS: tuple[Level, ...] = ("deny", "warn", "off")
-
-CLUSTER_CODES = ("class-missing", "attribute-unknown", "alternative-unsatisfiable",
-                 "quota-exceeded", "admin-access-namespace")
-
-
-@dataclass(frozen=True, slots=True)
-class CheckSettings:
-    """From the policy file's `clusterChecks:` section; a code not named warns."""
-
-    levels: Mapping[str, Level] = field(default_factory=dict)
-    stale_after_seconds: float = 300
-
-    def level(self, code: str) -> Level:
-        return self.levels.get(code, "warn")
-
-    def __hash__(self) -> int:  # `levels` is a mapping; a Policy holding this stays hashable
-        return hash((tuple(sorted(self.levels.items())), self.stale_after_seconds))
-
-
-DEFAULT_SETTINGS = CheckSettings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +49,8 @@ class ClusterVerdict:
 
 
 EMPTY_VERDICT = ClusterVerdict((), ())
+__all__ = ["CLUSTER_CODES", "DEFAULT_SETTINGS", "EMPTY_VERDICT", "LEVELS", "CheckSettings",
+           "ClusterVerdict", "Level", "check_object", "device_references", "stale_advice"]
 
 
 def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSettings,

@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from draguard.schema.cluster.checks import CLUSTER_CODES, LEVELS, CheckSettings, Level
+from draguard.schema.cluster.settings import CLUSTER_CODES, LEVELS, CheckSettings, Level
 from draguard.schema.model.formats import is_dns1123_label, is_dns1123_subdomain
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import FIRST_AVAILABLE_MAX, SELECTORS_MAX

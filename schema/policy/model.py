@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from draguard.schema.cluster.checks import DEFAULT_SETTINGS, CheckSettings
+from draguard.schema.cluster.settings import DEFAULT_SETTINGS, CheckSettings
 
 Placement = Literal["first", "last", "replace"]
 ConfigRewrite = Literal["rewrite", "keep"]
