@@ -287,3 +287,18 @@ def test_a_slice_with_100000_devices_is_a_problem_not_a_dead_view(api: FakeApi) 
         assert recorder.of("bad") == []
     finally:
         view.stop()
+
+
+def test_backoff_doubles_to_its_cap_and_starts_over_after_a_quiet_spell() -> None:
+    """Delays double up to the cap (with jitter up to the delay again) and reset after 2 min."""
+    from draguard.webhook.serving.clusterview import Backoff
+
+    now = [0.0]
+    backoff = Backoff(0.8, 30.0, clock=lambda: now[0])
+    floors = []
+    for _ in range(8):
+        delay = backoff.next()
+        floors.append(min(0.8 * 2 ** len(floors), 30.0))
+        assert floors[-1] <= delay <= 2 * floors[-1]
+    now[0] += 121
+    assert 0.8 <= backoff.next() <= 1.6

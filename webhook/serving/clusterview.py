@@ -240,7 +240,8 @@ class ClusterView:
 
     def _run(self, watched: Watched) -> None:
         kind = watched.kind
-        backoff = Backoff(self.tuning.backoff_initial, self.tuning.backoff_max)
+        backoff = Backoff(self.tuning.backoff_initial, self.tuning.backoff_max,
+                          clock=self.clock)
         while not self._stop.is_set():
             # Resume from the last version seen (events and bookmarks record it), or list.
             version = self._status[kind].resource_version
@@ -398,16 +399,29 @@ class ClusterView:
 
 @dataclass(slots=True)
 class Backoff:
-    """Capped exponential backoff with jitter (client-go's wait.Backoff, jitter 1.0)."""
+    """Capped exponential backoff with jitter, back to the start after a quiet spell.
+
+    As the reflector's backoff manager (client-go `wait.NewExponentialBackoffManager(
+    800ms, 30s, 2min, 2.0, 1.0, clock)`): doubling to the cap, jitter up to the delay
+    again, and reset when no failure came for `reset_after` seconds, so a watch that
+    ran well for a while and then dropped resumes quickly.
+    """
 
     initial: float
     cap: float
+    reset_after: float = 120.0
+    clock: Callable[[], float] = time.monotonic
     _next: float = field(default=0.0)
+    _last: float | None = field(default=None)
 
     def __post_init__(self) -> None:
         self._next = self.initial
 
     def next(self) -> float:
+        now = self.clock()
+        if self._last is not None and now - self._last > self.reset_after:
+            self._next = self.initial
+        self._last = now
         delay = min(self._next, self.cap)
         self._next = min(self._next * 2, self.cap)
         return delay * (1 + random.random())  # jitter, not secrecy
