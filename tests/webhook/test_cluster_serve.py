@@ -104,8 +104,8 @@ def test_serve_with_cluster_view_warns_then_denies_by_policy(api: FakeApi, tmp_p
     policy.write_text("{}\n")
     server = start_server(tmp_path / "serve", "--cluster-view", "--kubeconfig",
                           str(api.kubeconfig(tmp_path)), "--policy", str(policy), workers=1)
+    client = server.client()
     try:
-        client = server.client()
         reply = client.review(review()).json()["response"]
         assert reply["allowed"] is True
         assert any(w.startswith(MISSING_FIELD) for w in reply["warnings"])
@@ -129,6 +129,7 @@ def test_serve_with_cluster_view_warns_then_denies_by_policy(api: FakeApi, tmp_p
         assert cause["field"] == MISSING_FIELD
         assert cause["message"].endswith("(draguard cluster check class-missing)")
     finally:
+        client.close()  # an idle kept-alive connection would hold the graceful stop
         server.stop()
     assert "cluster view DeviceClass: listed 1 objects" in server.log()
 
