@@ -109,6 +109,7 @@ def test_paged_list_is_replaced_whole_then_watched_from_its_version(
     (watch,) = api.watches("deviceclasses")
     assert watch["resourceVersion"] == "100"
     assert watch["allowWatchBookmarks"] == "true"
+    assert FAST.watch_seconds <= int(watch["timeoutSeconds"]) <= 2 * FAST.watch_seconds
     assert view.not_ready() is None
 
 

@@ -91,12 +91,13 @@ class Tuning:
     """Paging, timeouts and backoff; the defaults follow client-go's reflector."""
 
     page: int = 500
-    # The apiserver ends a watch after `timeoutSeconds` (reflector: 5 to 10 minutes);
-    # the client's read timeout, a little longer, detects a connection that died
-    # silently. The view counts as current while a watch is open, so a dead connection
-    # goes unnoticed for at most `read_timeout`.
+    # The apiserver ends a watch after `timeoutSeconds`: between `watch_seconds` and twice
+    # that, at random, so that many watchers do not reconnect together (reflector.go:
+    # minWatchTimeout × (1 + rand)). The client's read timeout, `read_margin` longer,
+    # detects a connection that died silently. The view counts as current while a watch
+    # is open, so a dead connection goes unnoticed for at most that read timeout.
     watch_seconds: int = 240
-    read_timeout: float = 270.0
+    read_margin: float = 30.0
     connect_timeout: float = 10.0
     list_timeout: float = 60.0
     backoff_initial: float = 0.8
@@ -323,10 +324,12 @@ class ClusterView:
     def _watch(self, watched: Watched, call: ListCall, version: str) -> str:
         """Follow the watch from `version` until the server ends it; the last resourceVersion."""
         kind, tuning = watched.kind, self.tuning
+        seconds = int(tuning.watch_seconds * (1 + random.random()))
         try:
             response = call(watch=True, resource_version=version, allow_watch_bookmarks=True,
-                            timeout_seconds=tuning.watch_seconds, _preload_content=False,
-                            _request_timeout=(tuning.connect_timeout, tuning.read_timeout))
+                            timeout_seconds=seconds, _preload_content=False,
+                            _request_timeout=(tuning.connect_timeout,
+                                              seconds + tuning.read_margin))
         except Exception as exc:
             if getattr(exc, "status", None) == 410:
                 raise Gone(f"watch from resourceVersion {version}: 410 Gone") from None
