@@ -101,8 +101,9 @@ class MutationLike(Protocol):
 
 
 Mutator = Callable[[dict[str, Any], Options], MutationLike]
-# The cluster checks against the worker's cached view; no API call (issue 20).
-ClusterJudge = Callable[[dict[str, Any], Options], ClusterVerdict]
+# The cluster checks against the worker's cached view, no API call (issue 20); the
+# dict is the rule set's per-spec memo (`Verdict.derived`), where they may keep results.
+ClusterJudge = Callable[[dict[str, Any], Options, dict[str, Any]], ClusterVerdict]
 _MAX_NAMESPACES = 4096
 
 
@@ -229,7 +230,7 @@ def _judge_cluster(review: Review, rules: RuleSet, verdict: Verdict) -> ClusterV
     if (rules.cluster is None or review.operation != "CREATE" or verdict.skipped
             or verdict.errors or review.object is None):
         return None
-    return rules.cluster(review.object, rules.options(review))
+    return rules.cluster(review.object, rules.options(review), verdict.derived)
 
 
 def cluster_error(item: Advice) -> FieldError:

@@ -32,7 +32,8 @@ class Judge:
         self.verdict = verdict
         self.seen: list[dict[str, Any]] = []
 
-    def __call__(self, obj: dict[str, Any], options: Options) -> ClusterVerdict:
+    def __call__(self, obj: dict[str, Any], options: Options,
+                 memo: dict[str, Any]) -> ClusterVerdict:
         self.seen.append(obj)
         return self.verdict
 
@@ -97,9 +98,86 @@ def test_cluster_warnings_follow_the_rule_set_warnings_within_the_limits() -> No
 
 def test_an_error_in_the_checks_follows_the_failure_mode() -> None:
     """A check that raises is an internal error, answered by the failure mode (open: allowed)."""
-    def broken(obj: dict[str, Any], options: Options) -> ClusterVerdict:
+    def broken(obj: dict[str, Any], options: Options, memo: dict[str, Any]) -> ClusterVerdict:
         raise RuntimeError("bug")
 
     review = Review(uid="u", operation="CREATE", object=CLAIM, namespace="ns")
     answer = answer_validate(review, rules=RuleSet(cluster=broken), failure_mode="closed")
     assert answer.decision == "error" and answer.allowed is False
+
+
+class View:
+    """A stand-in view: its generation and age set by the test."""
+
+    def __init__(self) -> None:
+        self.generation = 1
+        self.age: float | None = 0.0
+
+    def oldest_age(self) -> float | None:
+        return self.age
+
+
+def loaded_facts(*classes: str) -> Any:
+    from draguard.schema.cluster.facts import ClusterFacts
+
+    facts = ClusterFacts()
+    facts.replace("DeviceClass", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                   "metadata": {"name": name}, "spec": {}} for name in classes])
+    for kind in ("ResourceSlice", "Namespace", "ResourceQuota"):
+        facts.replace(kind, [])
+    return facts
+
+
+def codes(verdict: ClusterVerdict) -> list[str]:
+    return [a.code for a in (*verdict.denials, *verdict.warnings)]
+
+
+def test_checks_keep_a_verdict_per_generation_settings_and_namespace() -> None:
+    """The memo answers while view generation, settings and namespace stay; else it recomputes."""
+    from draguard.schema.cluster.checks import CheckSettings
+    from draguard.webhook.app import ClusterChecks
+
+    view, facts = View(), loaded_facts()
+    settings = [CheckSettings()]
+    checks = ClusterChecks(view, facts, lambda: settings[0])
+    memo: dict[str, Any] = {}
+    options = Options(default_namespace="ns")
+    assert "class-missing" in codes(checks(CLAIM, options, memo))
+
+    facts.replace("DeviceClass", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                   "metadata": {"name": "a.example.com"}, "spec": {}}])
+    assert "class-missing" in codes(checks(CLAIM, options, memo))  # same generation: kept
+    view.generation += 1
+    assert "class-missing" not in codes(checks(CLAIM, options, memo))
+
+    settings[0] = CheckSettings(levels={"alternative-unsatisfiable": "deny"})
+    assert checks(CLAIM, options, memo).denials  # new settings: recomputed
+    other = {**CLAIM, "metadata": {"name": "c", "namespace": "other"}}
+    memo[ClusterChecks.MEMO] = ((view.generation, settings[0], "other"), "kept")
+    assert checks(other, options, memo) == "kept"  # the object's namespace is the key
+    assert checks(CLAIM, options, memo) != "kept"  # CLAIM's own namespace, ns, is not
+
+
+@pytest.mark.parametrize("age", [None, 301.0])
+def test_loading_or_stale_view_gives_one_warning_and_no_checks(age: float | None) -> None:
+    """While loading (no age) or older than the bound, only `cluster-view-stale` is returned."""
+    from draguard.schema.cluster.checks import CheckSettings
+    from draguard.webhook.app import ClusterChecks
+
+    view = View()
+    view.age = age
+    checks = ClusterChecks(view, loaded_facts(), lambda: CheckSettings())
+    verdict = checks(CLAIM, Options(default_namespace="ns"), {})
+    assert verdict.denials == () and codes(verdict) == ["cluster-view-stale"]
+
+
+def test_all_checks_off_means_no_stale_warning_either() -> None:
+    """With every cluster code off the view's state does not matter: nothing is said."""
+    from draguard.schema.cluster.checks import CLUSTER_CODES, CheckSettings
+    from draguard.webhook.app import ClusterChecks
+
+    view = View()
+    view.age = None
+    off = CheckSettings(levels=dict.fromkeys(CLUSTER_CODES, "off"))
+    checks = ClusterChecks(view, loaded_facts(), lambda: off)
+    assert codes(checks(CLAIM, Options(default_namespace="ns"), {})) == []

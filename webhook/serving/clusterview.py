@@ -180,12 +180,24 @@ class ClusterView:
         self._responses: dict[str, Any] = {}
         self._status: dict[str, KindStatus] = {k.kind: KindStatus() for k in self.kinds}
         self._threads: list[threading.Thread] = []
+        self._generation = 0
+        self._generation_lock = threading.Lock()
         self.started_at = clock()
 
     # --- what readers ask (any thread, never blocking) ---------------------------------
 
     def status(self) -> dict[str, KindStatus]:
         return dict(self._status)
+
+    @property
+    def generation(self) -> int:
+        """A number that changes after every update handed to the sink (results made
+        from the facts at one generation stay valid while it stays)."""
+        return self._generation
+
+    def _changed(self) -> None:
+        with self._generation_lock:  # `+=` from several threads could lose a step
+            self._generation += 1
 
     def age(self, kind: str) -> float | None:
         """Seconds since `kind` was last known current; None before its first list."""
@@ -311,6 +323,7 @@ class ClusterView:
                 break
         was_loaded = self._status[kind].loaded
         self.sink.replace(kind, items)
+        self._changed()
         self._set(kind, loaded=True, synced_at=self.clock(), resource_version=version,
                   error=None)
         if was_loaded:
@@ -383,6 +396,8 @@ class ClusterView:
         except Exception:  # the sink promises not to raise; a bug there must not stop the view
             self.observer.view_bad_event(kind)
             log.exception("cluster view %s: applying a %s event failed", kind, kind_of_event)
+        finally:
+            self._changed()
         return str(new) if new else version
 
     def _set(self, kind: str, **changes: Any) -> None:
