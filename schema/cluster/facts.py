@@ -18,6 +18,11 @@ Kept, and nothing else:
   selector) are a profile offered to every node;
 * Namespaces: name → labels; ResourceQuotas: per namespace, their hard and used amounts.
 
+Bounded: past `MAX_KINDS` distinct device kinds (every device unique, e.g. a UUID
+attribute), new kinds keep only their names and classes; counts per class stay right,
+request selectors are not evaluated on those devices and the checks say nothing there.
+Memory per 1,000 nodes: bench/cluster_facts.py, figures in bench/RESULTS.md.
+
 Concurrency (CONTRACT20): writers (`replace`, `apply`) are serialised by a lock and
 work on writer-only state; each ends by publishing a new immutable `_Snapshot`
 (per-kind maps copied on write, the unchanged ones shared). Readers take the current
