@@ -172,6 +172,8 @@ class _Scope:
                        class_offer: Offer) -> Iterator[Advice]:
         found = _cached_offer(self.snapshot, device_class, expressions) if expressions else class_offer
         what = f"device class {device_class}" + (" with these selectors" if expressions else "")
+        if not found.exact:  # some devices were not evaluated (facts.MAX_KINDS): no guess
+            return
         if found.total == 0:
             yield Advice(path, "alternative-unsatisfiable",
                          f"request {name}: no device of {what} in the cluster; this alternative "

@@ -18,6 +18,11 @@ Kept, and nothing else:
   selector) are a profile offered to every node;
 * Namespaces: name → labels; ResourceQuotas: per namespace, their hard and used amounts.
 
+Bounded: past `MAX_KINDS` distinct device kinds (every device unique, e.g. a UUID
+attribute), new kinds keep only their names and classes; counts per class stay right,
+request selectors are not evaluated on those devices and the checks say nothing there.
+Memory per 1,000 nodes: bench/cluster_facts.py, figures in bench/RESULTS.md.
+
 Concurrency (CONTRACT20): writers (`replace`, `apply`) are serialised by a lock and
 work on writer-only state; each ends by publishing a new immutable `_Snapshot`
 (per-kind maps copied on write, the unchanged ones shared). Readers take the current
@@ -64,7 +69,13 @@ WATCHED: tuple[Watched, ...] = (
 )
 KINDS = frozenset(w.kind for w in WATCHED)
 _T = TypeVar("_T")
-ANYWHERE = ""  # the node key of devices offered to every node (allNodes, node selectors)
+ANYWHERE = ""
+# Device kinds kept with their attribute values. Past this many, a new kind keeps only its
+# names and classes (a "coarse" kind): memory stays bounded when every device carries its
+# own attribute (a serial, a UUID), at the price of not evaluating request selectors on
+# those devices (checks then say nothing rather than guess).
+MAX_KINDS = 20_000
+_COARSE = "(devices past MAX_KINDS)"  # the name its problem is filed under  # the node key of devices offered to every node (allNodes, node selectors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +108,7 @@ class DeviceKind:
     classes: frozenset[str] = frozenset()
     names: tuple[tuple[str, str, str, str], ...] = ()  # (attribute|capacity, domain, name, type)
     signature: str = ""  # the interned `Device.signature`
+    coarse: bool = False  # attribute values dropped (MAX_KINDS reached)
 
     def matches(self, expressions: Iterable[str]) -> bool:
         """Whether every expression is true for this kind (a runtime error is no match)."""
@@ -124,6 +136,7 @@ class Offer:
     total: int
     per_node: int  # the most on any one node (devices offered everywhere included)
     drivers: frozenset[str]
+    exact: bool = True  # False: some devices could not be evaluated (coarse kinds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +149,7 @@ class _Snapshot:
     quotas: Mapping[str, tuple[Mapping[str, Any], ...]]
     problems: tuple[FactProblem, ...]
     loaded: frozenset[str]
+    inexact_classes: frozenset[str] = frozenset()  # classes coarse kinds were not evaluated for
     cache: dict[Any, Any] = field(default_factory=dict, compare=False)  # derived values
 
 
@@ -171,6 +185,8 @@ class ClusterFacts:
         self._problems: dict[tuple[str, str], tuple[FactProblem, ...]] = {}
         self._loaded: set[str] = set()
         self._shared: dict[Any, Any] = {}  # interned names tuples and class sets
+        self._coarse = 0  # how many kinds are coarse
+        self._inexact: set[str] = set()  # classes changed while coarse kinds existed
 
     # --- readers ------------------------------------------------------------------
 
@@ -299,6 +315,8 @@ class _Writer:
     def _device_class(self, name: str, obj: Mapping[str, Any], deleted: bool) -> None:
         self._clear_problems("DeviceClass", name)
         self.classes_changed = True
+        if self.facts._coarse:  # coarse kinds cannot be evaluated against the new class
+            self.facts._inexact.add(name)
         self.facts._classes.pop(name, None)
         if deleted:
             return
@@ -335,6 +353,8 @@ class _Writer:
             known = self.facts._kinds.get(signature)
             if known is not None:
                 signature = known.signature  # one string per kind, however many slices
+            elif len(self.facts._kinds) >= MAX_KINDS:
+                signature = self._coarse_kind(found.driver, device)
             else:
                 attributes, capacity = device.cel_inputs(found.driver)
                 names = tuple([("attribute", *_split(q, found.driver), t)
@@ -356,6 +376,28 @@ class _Writer:
             self.facts._kind_refs[signature] += 1
             self._count(node, signature, count)
 
+    def _coarse_kind(self, driver: str, device: Any) -> str:
+        """The coarse kind of a device past MAX_KINDS: its names and classes, no values."""
+        attributes, capacity = device.cel_inputs(driver)
+        full = DeviceKind(driver, attributes, capacity, device.allow_multiple_allocations)
+        names = self._intern(tuple([("attribute", *_split(q, driver), t)
+                                    for q, (t, _) in device.attributes.items()]
+                                   + [("capacity", *_split(q, driver), "")
+                                      for q in device.capacity]))
+        classes = self._intern(self._classes_of(full))
+        signature = f"{driver}\0coarse\0{names!r}\0{sorted(classes)!r}"
+        if signature not in self.facts._kinds:
+            self.facts._kinds[signature] = DeviceKind(driver, {}, {}, full.allow_multiple,
+                                                      classes, names, signature, coarse=True)
+            self.facts._names.setdefault(driver, Counter()).update(names)
+            self.facts._coarse += 1
+            self.drivers.add(driver)
+            if self.facts._coarse == 1:
+                self.problem("ResourceSlice", _COARSE, (), (
+                    f"more than {MAX_KINDS} distinct devices: further ones are kept without "
+                    "their attribute values, so request selectors are not evaluated on them"))
+        return signature
+
     def _unref(self, driver: str, signature: str) -> None:
         refs = self.facts._kind_refs
         refs[signature] -= 1
@@ -365,6 +407,11 @@ class _Writer:
         kind = self.facts._kinds.pop(signature, None)
         if kind is None:
             return
+        if kind.coarse:
+            self.facts._coarse -= 1
+            if not self.facts._coarse:
+                self.facts._inexact.clear()
+                self._clear_problems("ResourceSlice", _COARSE)
         names = self.facts._names.get(driver)
         if names is not None:
             names.subtract(kind.names)
@@ -407,7 +454,9 @@ class _Writer:
         """A class changed: every kind gets its classes again, profiles are made anew."""
         facts = self.facts
         for signature, old in list(facts._kinds.items()):
-            facts._kinds[signature] = dc_replace(old, classes=self._intern(self._classes_of(old)))
+            classes = (frozenset(c for c in old.classes if c in facts._classes) if old.coarse
+                       else self._classes_of(old))
+            facts._kinds[signature] = dc_replace(old, classes=self._intern(classes))
         facts._profiles = Counter(self._make_profile(c) for n, c in facts._nodes.items()
                                   if n != ANYWHERE and c)
         self.touched.add("profiles")
@@ -471,6 +520,7 @@ class _Writer:
             problems=(tuple(p for ps in facts._problems.values() for p in ps)
                       if "problems" in self.touched else old.problems),
             loaded=frozenset(facts._loaded),
+            inexact_classes=frozenset(facts._inexact),
         )
 
 
@@ -498,10 +548,13 @@ def offer(snapshot: _Snapshot, kinds: frozenset[DeviceKind] | None, device_class
     total = per_node = 0
     drivers: set[str] = set()
     everywhere = 0
+    exact = device_class not in snapshot.inexact_classes
     for kind, count in snapshot.anywhere:
         if device_class in kind.classes and (kinds is None or kind in kinds):
             everywhere += count
             drivers.add(kind.driver)
+        if kind.coarse and kinds is not None and device_class in kind.classes:
+            exact = False
     total += everywhere
     for profile, nodes in snapshot.profiles.items():
         here = 0
@@ -509,9 +562,11 @@ def offer(snapshot: _Snapshot, kinds: frozenset[DeviceKind] | None, device_class
             if device_class in kind.classes and (kinds is None or kind in kinds):
                 here += count
                 drivers.add(kind.driver)
+            if kind.coarse and kinds is not None and device_class in kind.classes:
+                exact = False
         total += here * nodes
         per_node = max(per_node, here)
-    return Offer(total, per_node + everywhere, frozenset(drivers))
+    return Offer(total, per_node + everywhere, frozenset(drivers), exact)
 
 
 def kinds_of_class(snapshot: _Snapshot, device_class: str) -> list[DeviceKind]:

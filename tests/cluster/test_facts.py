@@ -181,3 +181,25 @@ def test_equal_devices_are_one_kind() -> None:
     assert list(snapshot.profiles.values()) == [50]
     assert offer(snapshot, None, "a").total == 400
     assert offer(snapshot, None, "a").per_node == 8
+
+
+def test_past_max_kinds_counts_stay_selectors_do_not_guess(monkeypatch: Any) -> None:
+    """Past MAX_KINDS devices keep names and classes: class counts stay right, request
+    selectors on them are not evaluated (an inexact offer), and a problem says so."""
+    from draguard.schema.cluster import facts as module
+    from draguard.schema.cluster.checks import _cached_offer
+
+    monkeypatch.setattr(module, "MAX_KINDS", 4)
+    unique = [resource_slice(f"s{n}", "d1", f"n{n}", [
+        {"name": f"d{i}", "attributes": {"uuid": {"string": f"{n}-{i}"}}} for i in range(4)])
+        for n in range(10)]
+    facts = facts_from_objects([device_class("a", 'device.driver == "d1"'), *unique])
+    snapshot = facts.snapshot()
+    assert offer(snapshot, None, "a").total == 40
+    assert offer(snapshot, None, "a").per_node == 4
+    assert not _cached_offer(snapshot, "a", ('device.attributes["d1"].uuid == "0-0"',)).exact
+    assert any("more than 4 distinct devices" in p.message for p in facts.problems())
+    assert dict(snapshot.published["d1"].attributes["d1"]) == {"uuid": "string"}
+    for n in range(10):
+        facts.apply("ResourceSlice", "DELETED", unique[n])
+    assert not facts.problems() and offer(facts.snapshot(), None, "a").total == 0
