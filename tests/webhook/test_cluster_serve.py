@@ -132,6 +132,7 @@ def test_serve_with_cluster_view_warns_then_denies_by_policy(api: FakeApi, tmp_p
         client.close()  # an idle kept-alive connection would hold the graceful stop
         server.stop()
     assert "cluster view DeviceClass: listed 1 objects" in server.log()
+    assert "cluster view ready: every kind listed" in server.log()
 
 
 def test_an_unusable_kubeconfig_keeps_the_worker_unready_and_says_why(tmp_path: Path) -> None:

@@ -330,7 +330,8 @@ class ClusterView:
             self.observer.view_relisted(kind)
         log.info("cluster view %s: listed %d objects at resourceVersion %s", kind, len(items),
                  version)
-        if all(s.loaded for s in self._status.values()):
+        if not self._loaded.is_set() and all(s.loaded for s in self._status.values()):
+            log.info("cluster view ready: every kind listed (%s)", ", ".join(self._status))
             self._loaded.set()
         return version
 
