@@ -50,7 +50,7 @@ def main() -> None:
 
     def uncached() -> None:
         for expression in EXPRESSIONS:
-            cel._analyse.cache_clear()
+            cel.clear_cache()
             cel.check_selector(expression, PATH, release=DEFAULT_RELEASE)
 
     def compile_only() -> None:

@@ -49,6 +49,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -141,29 +142,18 @@ def run_init(args: argparse.Namespace, ctx: Context) -> int:
             ctx.say(f"fetched the CA from Secret {args.namespace}/{ca_secret}")
             if fetch_serving(api, paths.dir, secret=args.from_secret, namespace=args.namespace):
                 ctx.say(f"fetched the serving pair from Secret {args.namespace}/{args.from_secret}")
-    if args.force:
-        ensured = create_certificates(
-            paths.dir,
-            service=args.service,
-            namespace=args.namespace,
-            key_type=args.key_type,
-            ca_days=args.ca_days,
-            leaf_days=args.leaf_days,
-            extra_sans=tuple(args.extra_san),
-            now=ctx.now,
-        )
-    else:
-        ensured = ensure_certificates(
-            paths.dir,
-            service=args.service,
-            namespace=args.namespace,
-            key_type=args.key_type,
-            ca_days=args.ca_days,
-            leaf_days=args.leaf_days,
-            extra_sans=tuple(args.extra_san),
-            now=ctx.now,
-            on_broken="raise",
-        )
+    # --force makes new files; without it good files are reused and broken ones refused.
+    issue = create_certificates if args.force else partial(ensure_certificates, on_broken="raise")
+    ensured = issue(
+        paths.dir,
+        service=args.service,
+        namespace=args.namespace,
+        key_type=args.key_type,
+        ca_days=args.ca_days,
+        leaf_days=args.leaf_days,
+        extra_sans=tuple(args.extra_san),
+        now=ctx.now,
+    )
     verb = {
         "created": "created a new CA and serving certificate",
         "reused": "reused the CA and serving certificate",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from draguard.schema.cluster.allocator import (
@@ -40,15 +41,17 @@ from draguard.schema.cluster.pools import (
     gather_pools,
     selector_matches,
 )
+from draguard.schema.cluster.quantity import format_quantity
 from draguard.schema.cluster.quota import QuotaVerdict, check_quotas
 from draguard.schema.model.releases import Release
 
-# Upstream's scoring: per firstAvailable request, the first alternative scores 8, the
-# next 7, … (at most 8 subrequests, so never below 1), summed per node; then
-# NormalizeScore: 100 × raw / max. As the plugin's code does it, not as the KEP says
-# (issue 19; the plugin source was not at hand, the rule is the issue's reading of it).
-TOP_ALTERNATIVE_SCORE = 8
-MAX_NODE_SCORE = 100
+# Upstream's scoring (kubernetes pkg/scheduler/framework/plugins/dynamicresources/
+# dynamicresources.go, `computeScore`): a subrequest at index i that some result names
+# scores FirstAvailableDeviceRequestMaxSize - i, i.e. 8 for the first alternative down
+# to 1. `NormalizeScore` is `helper.DefaultNormalizeScore(MaxNodeScore, false, ...)`:
+# MaxNodeScore × raw / max with integer division, all left at 0 when max is 0.
+FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+MAX_NODE_SCORE = 100  # framework.MaxNodeScore
 _TOGETHER = "fits alone, but not together with the Pod's other requests and constraints"
 
 
@@ -91,6 +94,7 @@ class PodOutcome:
     error: str | None = None
     nodes: list[NodeOutcome] = field(default_factory=list)
     quota: list[QuotaVerdict] | None = None  # None: no ResourceQuota in the input
+    claim_names: list[str] = field(default_factory=list)  # text only: titles a lone claim
 
     @property
     def refused(self) -> bool:
@@ -138,11 +142,15 @@ def _explain(inventory: Inventory, *, release: Release, patch: int | None,
     nodes = _nodes(inventory)
     by_pool = SliceIndex(inventory.slices)
     cache = SelectorCache(features.consumable_capacity)
-    allocated = inventory.allocated_devices()
+    allocated = inventory.allocated_devices(consumable_capacity=features.consumable_capacity)
+    consumable = features.consumable_capacity
+    state = _State(allocated, inventory.shared_capacity() if consumable else {},
+                   inventory.shared_devices() if consumable else set())
     pods: list[PodOutcome] = []
     for unit in _units(inventory):
-        outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, allocated,
+        outcome = _explain_unit(unit, inventory, nodes, by_pool, features, cache, state,
                                 release=release, patch=patch)
+        outcome.claim_names = [c.name for c in unit.claims]
         if inventory.quotas:
             # Only claims the Pod's creation makes (from templates) are charged; existing
             # claims were charged when they were created.
@@ -154,6 +162,15 @@ def _explain(inventory: Inventory, *, release: Release, patch: int | None,
             outcome.nodes = [n for n in outcome.nodes if n.node == node_name]
         pods.append(outcome)
     return Explanation(release, patch, pods)
+
+
+@dataclass(slots=True)
+class _State:
+    """The cluster's allocated state: dedicated devices, and shares' capacity per device."""
+
+    devices: set[tuple[str, str, str]]
+    shared: dict[tuple[str, str, str], dict[str, Fraction]]
+    shared_devices: set[tuple[str, str, str]]
 
 
 @dataclass(slots=True)
@@ -197,7 +214,7 @@ def _units(inventory: Inventory) -> Iterator[_Unit]:
 
 def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
                   by_pool: SliceIndex, features: Features,
-                  cache: SelectorCache, allocated: set[tuple[str, str, str]], *,
+                  cache: SelectorCache, state: _State, *,
                   release: Release, patch: int | None) -> PodOutcome:
     outcome = PodOutcome(unit.namespace, unit.name, unit.error)
     if unit.error is not None:
@@ -207,30 +224,33 @@ def _explain_unit(unit: _Unit, inventory: Inventory, nodes: Sequence[Node],
     memo = _Memo()
     for node in nodes:
         node_outcome = _explain_node(node, unit, pending, done, inventory, by_pool, features,
-                                     cache, allocated, memo)
+                                     cache, state, memo)
         if isinstance(node_outcome, str):
             return PodOutcome(unit.namespace, unit.name, node_outcome)
         outcome.nodes.append(node_outcome)
-    _score(outcome, features, pending)
-    if _crashes(release, patch, pending, done, outcome):
+    if _score_fails(release, patch, pending, done, outcome):
+        # Upstream's event for the Pod, which stays Pending (kubernetes#139016).
         return PodOutcome(unit.namespace, unit.name,
-                          "the scheduler panics in Score for a Pod with both allocated and "
-                          f"unallocated claims (upstream bug in {release.name}.{patch})")
+                          'running Score plugins: plugin "DynamicResources" failed with: number '
+                          f"of allocations {len(pending)} is smaller than number of claims "
+                          f"(upstream bug in {release.name}.{patch}, fixed in "
+                          f"{release.name}.{6 if release.minor == 35 else 2})")
+    _score(outcome, features, unit.claims, pending)
     return outcome
 
 
 def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Claim],
                   inventory: Inventory, by_pool: SliceIndex,
-                  features: Features, cache: SelectorCache,
-                  allocated: set[tuple[str, str, str]],
+                  features: Features, cache: SelectorCache, state: _State,
                   memo: _Memo) -> NodeOutcome | str:
     for claim in done:
         if claim.node_selector is not None and not selector_matches(claim.node_selector, node):
             return NodeOutcome(node.name, False,
                                f"claim {claim.name} is allocated to devices {node.name} cannot reach")
     pools = gather_pools(by_pool, node, features)
-    allocator = Allocator(node, pending, pools, inventory.classes, allocated, features, cache)
-    shape = node_shape(pools, allocated, cache, features)
+    allocator = Allocator(node, pending, pools, inventory.classes, state.devices, features, cache,
+                          in_use=state.shared, shared_devices=state.shared_devices)
+    shape = node_shape(pools, state.devices, cache, features)
     shape_id = memo.shapes.setdefault(shape, len(memo.shapes)) if shape is not None else -1
     known = memo.solutions.get(shape_id)
     result = allocator.replay(known) if known is not None else allocator.allocate()
@@ -240,8 +260,9 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
         return result.message
     reasons = _Reasons(shape_id, memo.reasons) if shape is not None else None
     claims = [_claim_outcome(allocator, ci, claim, result, reasons) for ci, claim in enumerate(pending)]
-    claims += [ClaimOutcome(c.name, [Result("", *key, admin) for key, admin in c.allocated or ()])
-               for c in done]
+    claims += [ClaimOutcome(c.name, [Result(r.request, *r.key, r.admin_access,
+                                            r.share_id is not None, r.consumed or ())
+                                     for r in c.allocated or ()]) for c in done]
     order = {c.name: i for i, c in enumerate(unit.claims)}
     claims.sort(key=lambda c: order.get(c.name, 0))
     if isinstance(result, Unfit):
@@ -255,12 +276,12 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
     rank = 1 + sum(c_index for ch in result.chosen for c_index in ch.values())
     outcome = NodeOutcome(node.name, True, None, claims, rank=rank)
     outcome.order_note = _order_note(node, pending, pools, inventory, features, cache,
-                                     allocated, result)
+                                     state, result)
     return outcome
 
 
 def _order_note(node: Node, pending: list[Claim], pools: list[Pool], inventory: Inventory,
-                features: Features, cache: SelectorCache, allocated: set[tuple[str, str, str]],
+                features: Features, cache: SelectorCache, state: _State,
                 result: Allocated) -> str | None:
     """Before 1.36 pools came in Go map order: say when the reverse order answers otherwise.
 
@@ -272,8 +293,9 @@ def _order_note(node: Node, pending: list[Claim], pools: list[Pool], inventory: 
     usable = [p for p in pools if not (p.incomplete or p.invalid)]
     if features.sorted_pools or len(usable) < 2:
         return None
-    other = Allocator(node, pending, list(reversed(pools)), inventory.classes, allocated,
-                      features, cache).allocate()
+    other = Allocator(node, pending, list(reversed(pools)), inventory.classes, state.devices,
+                      features, cache, in_use=state.shared,
+                      shared_devices=state.shared_devices).allocate()
     if not isinstance(other, Allocated) or _same(other, result):
         return None
     devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for claim in other.results for r in claim)
@@ -359,26 +381,55 @@ def _first_reason(claims: list[ClaimOutcome]) -> str | None:
     return None
 
 
-def _score(outcome: PodOutcome, features: Features, pending: list[Claim]) -> None:
-    """Upstream's Score and NormalizeScore; none before 1.35 or with < 2 feasible nodes."""
+def _score(outcome: PodOutcome, features: Features, claims: list[Claim],
+           pending: list[Claim]) -> None:
+    """Upstream's `Score` and `NormalizeScore`; none before 1.35 or with < 2 feasible nodes.
+
+    The scheduler skips scoring when one node is feasible (`schedulePod`). `Score` is 0
+    on every node when the Pod has no claim to allocate (no allocation was kept for
+    the node in Filter). Otherwise `computeScore` walks every claim of the Pod in its
+    order: an allocated claim's results are its `status.allocation` (since #139017),
+    the others' the allocation Filter found on the node.
+    """
     feasible = [n for n in outcome.nodes if n.feasible]
     if not features.scoring or len(feasible) < 2:
         return
     for node in feasible:
-        raw = 0
-        for claim in node.claims:
-            for alternative in claim.alternatives:
-                if alternative.chosen is not None:
-                    raw += TOP_ALTERNATIVE_SCORE - len(alternative.rejected)
-        node.raw_score = raw
+        node.raw_score = _raw_score(node, claims) if pending else 0
     best = max(n.raw_score or 0 for n in feasible)
     for node in feasible:
+        # DefaultNormalizeScore: scores stay as they are (all 0) when the best is 0.
         node.score = (node.raw_score or 0) * MAX_NODE_SCORE // best if best else 0
 
 
-def _crashes(release: Release, patch: int | None, pending: list[Claim], done: list[Claim],
-             outcome: PodOutcome) -> bool:
-    """1.35.0–1.35.5 and 1.36.0–1.36.1 panic scoring a Pod with mixed claims (issue 19)."""
+def _raw_score(node: NodeOutcome, claims: list[Claim]) -> int:
+    """Upstream `computeScore` for one node."""
+    results = {c.name: c.results or [] for c in node.claims}
+    score = 0
+    for claim in claims:
+        # Only subrequest references (`req/sub`) count; a set, so a subrequest given
+        # several devices counts once.
+        taken = {r.request for r in results.get(claim.name, ()) if "/" in r.request}
+        for raw in claim.devices.get("requests") or []:
+            if not raw.get("firstAvailable"):
+                continue  # `exactly` requests do not score
+            name = str(raw.get("name", ""))
+            for index, sub in enumerate(raw["firstAvailable"]):
+                if f"{name}/{sub.get('name', '')}" in taken:
+                    score += FIRST_AVAILABLE_MAX_SIZE - index
+    return score
+
+
+def _score_fails(release: Release, patch: int | None, pending: list[Claim], done: list[Claim],
+                 outcome: PodOutcome) -> bool:
+    """1.35.0–1.35.5 and 1.36.0–1.36.1: Score fails for a Pod with mixed claims.
+
+    Before #139017 (cherry-picked as #139362 for 1.35.6 and #139363 for 1.36.2),
+    `computeScore` indexed the allocations found in Filter (one per unallocated
+    claim) with the index over all the Pod's claims, and returned an error once that
+    index passed their number, which it always does when some claim is allocated.
+    Score runs only with two or more feasible nodes.
+    """
     if patch is None or not pending or not done or sum(n.feasible for n in outcome.nodes) < 2:
         return False
     return (release.minor == 35 and patch <= 5) or (release.minor == 36 and patch <= 1)
@@ -421,6 +472,11 @@ def _result_json(result: Result) -> dict[str, Any]:
                            "pool": result.pool, "device": result.device}
     if result.admin_access:
         out["adminAccess"] = True
+    if result.shared:
+        # The scheduler gives each share a random shareID: which one cannot be foreseen.
+        out["shareID"] = "<generated>"
+    if result.consumed:
+        out["consumedCapacity"] = {name: format_quantity(v) for name, v in result.consumed}
     return out
 
 
@@ -447,7 +503,7 @@ def render_text(explanation: Explanation, *, detail: bool = False) -> str:
 
 
 def _claim_names(pod: PodOutcome) -> str:
-    return next((c.name for n in pod.nodes for c in n.claims), "?")
+    return ", ".join(pod.claim_names) or "?"
 
 
 def _choice(node: NodeOutcome) -> str:
@@ -498,6 +554,9 @@ def _detail_lines(pod: PodOutcome) -> list[str]:
             out.append(f"    claim {claim.name}")
             for result in claim.results or ():
                 admin = " (admin access)" if result.admin_access else ""
+                if result.shared:
+                    taken = ", ".join(f"{n} {format_quantity(v)}" for n, v in result.consumed)
+                    admin += f" (shared{', consumes ' + taken if taken else ''})"
                 out.append(f"      {result.request or '(allocated)'}: "
                            f"{result.driver}/{result.pool}/{result.device}{admin}")
             for alternative in claim.alternatives:

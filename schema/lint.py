@@ -84,7 +84,8 @@ class _Located:
             # lone candidate places it at the deepest node found either way.
             _, line, column = walk(candidates[0])
             return self.chunk.line + line + 1, column + 1
-        position = locate(self.chunk, self._root, candidates)
+        # Paths cross into read.sources as FieldPaths; lint's own are tuples (cheaper).
+        position = locate(self.chunk, self._root, [FieldPath(c) for c in candidates])
         return position.line, position.column
 
     def start(self, prefix: tuple[Segment, ...]) -> int:
@@ -207,7 +208,7 @@ def _check_object(
         for err in verdict.errors
     ) if verdict.errors else ()  # most findings are warnings: no generator for none
     advice = tuple(
-        LintWarning(str(w.path), w.code, w.message,
+        LintWarning(w.path, w.code, w.message,
                     *located.place(candidate_paths(w.path, verdict.shape, prefix)))
         for w in warnings
     )
@@ -254,7 +255,7 @@ def _admin_access_variants(parts: tuple[Segment, ...]) -> list[tuple[Segment, ..
 
 
 def _finding(err: FieldError, line: int, column: int) -> Finding:
-    return Finding(err.field, err.type.value, err.message, line, column)
+    return Finding(err.path, err.type.value, err.message, line, column)
 
 
 def _broken(chunk: Chunk, problem: SyntaxProblem) -> DocumentResult:
@@ -382,7 +383,7 @@ def cross_check(
                   if a.code not in ignored]
         if advice:
             warnings = tuple(
-                LintWarning(a.field, a.code, a.message, *located.place([prefix + a.path.parts]))
+                LintWarning(a.path, a.code, a.message, *located.place([prefix + a.path.parts]))
                 for a in advice
             )
             out[k] = out[k]._replace(warnings=warnings, skipped=False, skip_reason="")
@@ -479,7 +480,7 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
         located, prefix, obj = place
         line, column = located.place([prefix + problem.path])
         out.results.append(_cluster_result(located.chunk, obj, Finding(
-            str(FieldPath(problem.path)), "Invalid", problem.message, line, column), line))
+            FieldPath(problem.path), "Invalid", problem.message, line, column), line))
     return out
 
 
@@ -490,7 +491,7 @@ def cluster_from_objects(objects: Iterable[Mapping[str, Any]], *, source: str) -
     out = ClusterInput(facts_from_objects(objects))
     for problem in out.facts.problems():
         name = f"{source}/{problem.kind}/{problem.name}"
-        finding = Finding(str(FieldPath(problem.path)), "Invalid", problem.message, 0, 0)
+        finding = Finding(FieldPath(problem.path), "Invalid", problem.message, 0, 0)
         out.results.append(DocumentResult(name, 0, None, problem.kind, problem.name or None,
                                           None, (finding,), line=0))
     return out
@@ -563,11 +564,11 @@ def cluster_check(
                 continue
             shape = "v1beta1" if obj.get("apiVersion") == "resource.k8s.io/v1beta1" else None
             denials = tuple(
-                Finding(a.field, "Forbidden", f"{a.message} (draguard {a.code})",
+                Finding(a.path, "Forbidden", f"{a.message} (draguard {a.code})",
                         *located.place(candidate_paths(a.path, shape, prefix)))
                 for a in verdict.denials)
             warnings = tuple(
-                LintWarning(a.field, a.code, a.message,
+                LintWarning(a.path, a.code, a.message,
                             *located.place(candidate_paths(a.path, shape, prefix)))
                 for a in verdict.warnings)
             if denials or warnings:

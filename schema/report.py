@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import KINDS
 
 
@@ -25,9 +26,10 @@ class Finding(NamedTuple):
 
     A named tuple rather than a frozen dataclass, as `LintWarning`: lint makes one or
     two per document, and a frozen dataclass sets each field through `object.__setattr__`.
+    `field` is rendered (`str`) only by the reporters, at the edge.
     """
 
-    field: str
+    field: FieldPath
     type: str
     message: str
     line: int
@@ -37,7 +39,7 @@ class Finding(NamedTuple):
 class LintWarning(NamedTuple):
     """A finding beyond upstream's rules: a stable kebab-case `code`; exit 0 unless asked."""
 
-    field: str
+    field: FieldPath
     code: str
     message: str
     line: int
@@ -137,9 +139,9 @@ def render_text(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _text_line(file: str, line: int, column: int, field_text: str, message: str) -> str:
+def _text_line(file: str, line: int, column: int, path: FieldPath, message: str) -> str:
     where = f"{file}:{line}:{column}:"
-    return f"{where} {field_text}: {message}" if field_text else f"{where} {message}"
+    return f"{where} {path}: {message}" if path else f"{where} {message}"
 
 
 def _warning_line(file: str, warn: LintWarning) -> str:
@@ -172,14 +174,14 @@ def result_json(result: DocumentResult) -> dict[str, Any]:
         "namespace": result.namespace,
         "valid": result.valid,
         "errors": [
-            {"field": e.field, "type": e.type, "message": e.message, "line": e.line,
+            {"field": str(e.field), "type": e.type, "message": e.message, "line": e.line,
              "column": e.column}
             for e in result.errors
         ],
     })
     if result.warnings:
         out["warnings"] = [
-            {"field": w.field, "code": w.code, "message": w.message, "line": w.line,
+            {"field": str(w.field), "code": w.code, "message": w.message, "line": w.line,
              "column": w.column}
             for w in result.warnings
         ]
@@ -288,7 +290,8 @@ def _sarif_result(rule_ids: dict[str, int], rule: str, level: str, result: Docum
         },
     }
     if finding.field:
-        location["logicalLocations"] = [{"fullyQualifiedName": finding.field, "kind": "member"}]
+        location["logicalLocations"] = [{"fullyQualifiedName": str(finding.field),
+                                          "kind": "member"}]
     return {"ruleId": rule, "ruleIndex": index, "level": level, "message": {"text": text},
             "locations": [location]}
 

@@ -42,6 +42,7 @@ from draguard.schema.model.fieldmap import (
     spec_v1beta1_to_hub,
 )
 from draguard.schema.model.fieldmap import PARALLEL_KEY as _PARALLEL
+from draguard.schema.model.formats import DNS1123_LABEL_MAX
 from draguard.schema.model.gates import drop_disabled_fields
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.paths import FieldPath
@@ -231,11 +232,13 @@ class _SpecMemo:
     """
 
     MAX_ENTRIES = 1024
-    # Bounded in bytes too (issue 15 §3): an entry costs about a few times its spec's
-    # content, so the content is counted; a spec larger than MAX_ENTRY_BYTES (no real
-    # claim comes near) is not remembered at all.
+    # Bounded in bytes too (issue 15 §3): an entry holds its content (the key) and the
+    # prepared document read from the same spec, about as large again, so it is counted
+    # as twice its content (tests/hostile/test_memory.py measures a worker's RSS); a spec
+    # larger than MAX_ENTRY_BYTES (no real claim comes near) is not remembered at all.
     MAX_BYTES = 32 * 1024 * 1024
     MAX_ENTRY_BYTES = 256 * 1024
+    _ENTRY_FACTOR = 2
 
     def __init__(self) -> None:
         self._entries: dict[_Key, _Remembered] = {}
@@ -269,6 +272,10 @@ class _SpecMemo:
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),
         )
+        # Remembering holds the Options, and with it the request's namespace: a client's
+        # namespace may be megabytes long, real ones are DNS labels (issue 15 §3).
+        if len(options.default_namespace or "") > DNS1123_LABEL_MAX:
+            return key
         if len(self._options_keys) >= self.MAX_ENTRIES:
             self._options_keys = {}
         self._options_keys[id(options)] = (options, key)
@@ -280,11 +287,14 @@ class _SpecMemo:
     def put(self, key: _Key | None, remembered: _Remembered) -> None:
         if key is None:
             return
-        size = len(key[0])
-        if size > self.MAX_ENTRY_BYTES:
+        if len(key[0]) > self.MAX_ENTRY_BYTES:
             return
+        size = self._ENTRY_FACTOR * len(key[0])
         if len(self._entries) >= self.MAX_ENTRIES or self._bytes + size > self.MAX_BYTES:
             self._entries, self._bytes = {}, 0
+        # orjson leaves its output in a buffer up to about twice its length (a 224 KB
+        # spec held 507 KiB): the key kept is an exact copy, so that `size` is true.
+        key = (bytes(memoryview(key[0])), *key[1:])
         self._entries[key] = remembered
         self._bytes += size
 

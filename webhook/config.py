@@ -71,6 +71,8 @@ class Config:
     cluster_view: bool = False
     kubeconfig: Path | None = None
     in_cluster: bool = False
+    metrics_port: int | None = None  # plain HTTP for /metrics and probes (probeport.py)
+    metrics_host: str | None = None  # default: `host`
     # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
     extra: Mapping[str, object] = field(default_factory=dict)
 
@@ -133,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the service account in a pod, else $KUBECONFIG or ~/.kube/config)")
     add("--metrics-dir", help="prometheus multiprocess folder (default: a fresh temporary one)")
     add("--log-level", help="gunicorn log level (default info)")
+    add("--metrics-port", type=int, help="also serve /metrics, /healthz and /readyz over plain "
+        "HTTP on this port (for Prometheus and kubelet probes; default: off)")
+    add("--metrics-host", help="address for --metrics-port (default: --host)")
     return parser
 
 
@@ -180,7 +185,18 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         kubeconfig=Path(kubeconfig) if kubeconfig else None,
         # The variable the kubelet sets in every pod (client-go's InClusterConfig reads it).
         in_cluster=kubeconfig is None and bool(env.get("KUBERNETES_SERVICE_HOST")),
+        metrics_port=_metrics_port(pick("metrics-port"), pick("port")),
+        metrics_host=pick("metrics-host"),
     )
+
+
+def _metrics_port(text: str | None, serving: str | None) -> int | None:
+    if text is None:
+        return None
+    port = _positive(text, 0, "port")
+    if port == _positive(serving, DEFAULT_PORT, "port"):
+        raise ConfigError(f"--metrics-port must differ from --port ({port})")
+    return port
 
 
 def _positive(text: str | None, default: int, name: str) -> int:

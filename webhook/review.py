@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
-from draguard.schema.advice.codes import Advice
+from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.cluster.checks import ClusterVerdict
+from draguard.schema.model.bounded import ByteBudgetCache, text_bytes
 from draguard.schema.model.errors import FieldError, aggregate_message, forbidden, go_quote
 from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
 from draguard.schema.read import jsondecode
 from draguard.schema.validate import Verdict, validate_object, validate_update
@@ -104,7 +106,13 @@ Mutator = Callable[[dict[str, Any], Options], MutationLike]
 # The cluster checks against the worker's cached view, no API call (issue 20); the
 # dict is the rule set's per-spec memo (`Verdict.derived`), where they may keep results.
 ClusterJudge = Callable[[dict[str, Any], Options, dict[str, Any]], ClusterVerdict]
-_MAX_NAMESPACES = 4096
+# Byte budgets of the caches here (issue 15 §3): namespaces come from clients, any length.
+OPTIONS_CACHE_BYTES = 1024 * 1024
+_OPTIONS_BYTES = 400  # an Options object beside its namespace text
+# Rendered warnings are kept beside their spec's verdict (in the rule set's memo, at most
+# `_SpecMemo.MAX_ENTRIES` of them) only up to this size: at most 4 MiB in all; larger
+# ones (up to 4,096 characters) are rendered again when asked.
+WARNINGS_CACHE_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +125,11 @@ class RuleSet:
     mutator: Mutator | None = field(default=None)
     # The cluster checks with the worker's cluster view (`draguard serve --cluster-view`).
     cluster: ClusterJudge | None = field(default=None)
-    # Options are immutable and differ only by namespace: one per namespace seen, up to
-    # a bound (then forgotten at once; plain dict operations, safe across threads).
-    _options: dict[str | None, Options] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
+    # Options are immutable and differ only by namespace: one per namespace seen, the
+    # least recently used forgotten beyond a byte budget.
+    _options: ByteBudgetCache[str | None, Options] = field(
+        default_factory=lambda: ByteBudgetCache(OPTIONS_CACHE_BYTES), init=False, repr=False,
+        compare=False)
 
     def options(self, review: Review) -> Options:
         options = self._options.get(review.namespace)
@@ -128,9 +137,8 @@ class RuleSet:
             # contract §4 / issue 4: a missing metadata.namespace is filled from the request.
             options = Options(release=self.release, default_namespace=review.namespace,
                               remember_specs=True)
-            if len(self._options) >= _MAX_NAMESPACES:
-                self._options.clear()
-            self._options[review.namespace] = options
+            self._options.put(review.namespace, options,
+                              text_bytes(review.namespace or "") + _OPTIONS_BYTES)
         return options
 
 
@@ -314,7 +322,8 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
     cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
     if cached is None:
         cached = tuple(limit_warnings(render_advice(item) for item in verdict.warnings))
-        verdict.derived[_WARNINGS] = cached
+        if text_bytes(*cached) <= WARNINGS_CACHE_MAX:
+            verdict.derived[_WARNINGS] = cached
     return cached  # `_response` copies it into the answer
 
 
@@ -355,16 +364,27 @@ def _judge(review: Review, rules: RuleSet) -> Verdict:
 def _skipped(review: Review, verdict: Verdict, kind: str, version: str) -> Answer:
     what = f"{kind or 'object'} {version or '(no apiVersion)'}".strip()
     reason = f": {verdict.skip_reason}" if verdict.skip_reason else ""
-    warning = f"draguard did not check {what}{reason}"
-    doc = _response(review.uid, allowed=True, warnings=limit_warnings([warning]))
+    warning = Advice(_WHOLE, "not-checked", f"draguard did not check {what}{reason}")
+    doc = _response(review.uid, allowed=True, warnings=_review_warnings(review, warning))
     return Answer(doc, review, "skipped", kind, version)
+
+
+_WHOLE = FieldPath()  # advice about the review, not a field
+
+
+def _review_warnings(review: Review, *advice: Advice) -> list[str]:
+    """Webhook advice as warnings, less the codes the object's annotation silences."""
+    obj = review.object if isinstance(review.object, Mapping) else {}
+    silenced = ignored_codes(obj.get("metadata"))
+    return limit_warnings(render_advice(a) for a in advice if a.code not in silenced)
 
 
 def _internal_error(review: Review, mode: FailureMode, kind: str, version: str,
                     trace: str) -> Answer:
     if mode == "open":
-        doc = _response(review.uid, allowed=True, warnings=[
-            "draguard had an internal error and allowed the object unchecked (failure mode open)"])
+        doc = _response(review.uid, allowed=True, warnings=_review_warnings(review, Advice(
+            _WHOLE, "failure-open-error",
+            "draguard had an internal error and allowed the object unchecked (failure mode open)")))
     else:
         doc = _response(review.uid, allowed=False, status={
             "metadata": {}, "status": "Failure", "reason": "InternalError", "code": 500,
@@ -378,8 +398,9 @@ def answer_timed_out(review: Review, mode: FailureMode, seconds: float) -> Answe
     kind, version = _kind_version(review.object or review.old_object or {})
     what = f"draguard did not finish checking within {seconds:g} s"
     if mode == "open":
-        doc = _response(review.uid, allowed=True, warnings=[
-            f"{what} and allowed the object unchecked (failure mode open)"])
+        doc = _response(review.uid, allowed=True, warnings=_review_warnings(review, Advice(
+            _WHOLE, "failure-open-timeout",
+            f"{what} and allowed the object unchecked (failure mode open)")))
     else:
         doc = _response(review.uid, allowed=False, status={
             "metadata": {}, "status": "Failure", "reason": "Timeout", "code": 504,

@@ -33,7 +33,7 @@ from draguard.webhook.review import (
     parse_review,
 )
 from draguard.webhook.serving.clusterview import ClusterView
-from draguard.webhook.serving.deadline import Runner
+from draguard.webhook.serving.deadline import HEAVY_BODY_BYTES, HEAVY_CEL_CHARS, Runner
 from draguard.webhook.serving.decisionlog import log_line
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.tls import ContextCache
@@ -186,7 +186,7 @@ def judge(
     except BadReview as exc:
         _count(state, endpoint, "bad_request", started)
         return 400, error_body(400, str(exc))
-    result = _answer_in_time(state, endpoint, review)
+    result = _answer_in_time(state, endpoint, review, heavy=_heavy(state, body, review))
     seconds = time.perf_counter() - started
     state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
                           operation=review.operation, decision=result.decision,
@@ -195,12 +195,26 @@ def judge(
     return 200, encode_answer(result.document)
 
 
-def _answer_in_time(state: WebhookState, endpoint: str, review: Review) -> Answer:
+def _heavy(state: WebhookState, body: bytes, review: Review) -> bool:
+    """Whether the review runs on the heavy thread (webhook/serving/deadline.py): a large
+    body, or more CEL to compile than `HEAVY_CEL_CHARS` (tens of ms of CPU) not cached yet."""
+    if len(body) > HEAVY_BODY_BYTES:
+        return True
+    # The parsed object, not the bytes: JSON may spell the key with escapes.
+    from draguard.schema.cel.check import uncached_chars  # CEL loads with the first selector
+
+    flags = state.rules.release.consumable_capacity
+    return uncached_chars(review.object, consumable_capacity=flags,
+                          limit=HEAVY_CEL_CHARS) > HEAVY_CEL_CHARS
+
+
+def _answer_in_time(state: WebhookState, endpoint: str, review: Review, *,
+                    heavy: bool) -> Answer:
     """The review judged on the runner's threads within the deadline, else per failure mode."""
     answer, rules, mode = ANSWERERS[endpoint], state.rules, state.config.failure_mode
     budget = state.config.review_timeout
     done, result = state.runner.run(lambda: answer(review, rules=rules, failure_mode=mode),
-                                    budget)
+                                    budget, heavy=heavy)
     if done and result is not None:
         _log_internal_error(review, result)
         return result

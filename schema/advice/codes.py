@@ -17,6 +17,8 @@ from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 
 IGNORE_ANNOTATION = "draguard.io/ignore"
+# The codes that annotation cannot silence (see their comment in CODES).
+UNSILENCEABLE = frozenset(("failure-open-error", "failure-open-timeout"))
 
 CODES = (
     "config-names-parent",
@@ -38,6 +40,16 @@ CODES = (
     "skew-capacity",
     "skew-subrequest-results",
     "skew-distinct-attribute",
+    # The admission webhook about the review itself (webhook/review.py), at no field path.
+    # `not-checked`: the rule set skipped the object (a kind or version it does not know);
+    # the object's author may silence it like any other code.
+    "not-checked",
+    # Failure mode open: the webhook allowed the object unchecked after an internal error
+    # or after its review deadline. These cannot be silenced by the annotation: the
+    # object's author must not be able to hide that admission control was bypassed (the
+    # object may be the very cause of the error or the timeout).
+    "failure-open-error",
+    "failure-open-timeout",
     # The operator's mutation policy (policy/): what it did or could not do.
     "policy-not-expanded",
     "policy-expanded",
@@ -89,7 +101,7 @@ def ignored_codes(metadata: Any) -> frozenset[str]:
     raw = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
     if not isinstance(raw, str):
         return frozenset()
-    return frozenset(code.strip() for code in raw.split(",") if code.strip())
+    return frozenset(code.strip() for code in raw.split(",") if code.strip()) - UNSILENCEABLE
 
 
 def unknown_codes(codes: Iterable[str]) -> list[str]:

@@ -271,12 +271,10 @@ def _decode_ident(data: bytes) -> dict[str, object]:
 def _decode_select(data: bytes, depth: int) -> dict[str, object]:
     out: dict[str, object] = {}
     for number, _, value in _fields(data):
-        if number == 1:
-            out["operand"] = _decode_expr(_blob(value), depth + 1)
-        elif number == 2:
-            out["name"] = _text(value)
-        elif number == 3:
+        if number == 3:
             out["test_only"] = bool(value)
+        else:
+            _decode_operand_or_name(out, number, value, depth)
     return out
 
 
@@ -284,14 +282,22 @@ def _decode_call(data: bytes, depth: int) -> dict[str, object]:
     out: dict[str, object] = {}
     args: list[Node] = []
     for number, _, value in _fields(data):
-        if number == 1:
-            out["operand"] = _decode_expr(_blob(value), depth + 1)
-        elif number == 2:
-            out["name"] = _text(value)
-        elif number == 3:
+        if number == 3:
             args.append(_decode_expr(_blob(value), depth + 1))
+        else:
+            _decode_operand_or_name(out, number, value, depth)
     out["args"] = tuple(args)
     return out
+
+
+def _decode_operand_or_name(
+    out: dict[str, object], number: int, value: int | bytes, depth: int
+) -> None:
+    """Fields 1 and 2, which Select and Call share (cel-spec syntax.proto: operand, name)."""
+    if number == 1:
+        out["operand"] = _decode_expr(_blob(value), depth + 1)
+    elif number == 2:
+        out["name"] = _text(value)
 
 
 def _decode_list(data: bytes, depth: int) -> dict[str, object]:

@@ -14,6 +14,7 @@ back-references).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -135,11 +136,11 @@ def _homogeneity(ast: CheckedAst) -> Iterator[tuple[Node, str]]:
         if exempt:
             continue
         if node.kind == "list":
-            yield from _list_mismatch(ast, node.args)
+            yield from itertools.islice(_mismatches(ast, node.args), 1)
         else:
             keys, values = node.args[0::2], node.args[1::2]
-            yield from _map_mismatches(ast, keys)
-            yield from _map_mismatches(ast, values)
+            yield from _mismatches(ast, keys)
+            yield from _mismatches(ast, values)
 
 
 def _literals(node: Node, *, exempt: bool) -> Iterator[tuple[Node, bool]]:
@@ -160,22 +161,12 @@ def _mismatch(expected: str, found: str) -> str:
     return f"expected type '{expected}' but found '{found}'"
 
 
-def _list_mismatch(ast: CheckedAst, elements: tuple[Node, ...]) -> Iterator[tuple[Node, str]]:
-    if not elements:
+def _mismatches(ast: CheckedAst, nodes: tuple[Node, ...]) -> Iterator[tuple[Node, str]]:
+    """Each node whose type differs from the first node's."""
+    if not nodes:
         return
-    expected = ast.type_of(elements[0])
-    for element in elements[1:]:
-        found = ast.type_of(element)
-        if found != expected:
-            yield element, _mismatch(expected.render(), found.render())
-            return
-
-
-def _map_mismatches(ast: CheckedAst, column: tuple[Node, ...]) -> Iterator[tuple[Node, str]]:
-    if not column:
-        return
-    expected = ast.type_of(column[0])
-    for node in column[1:]:
+    expected = ast.type_of(nodes[0])
+    for node in nodes[1:]:
         found = ast.type_of(node)
         if found != expected:
             yield node, _mismatch(expected.render(), found.render())

@@ -25,9 +25,10 @@ from typing import Any
 from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
+from draguard.schema.cli.frame import parse_with_release
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
-from draguard.schema.model.releases import DEFAULT_RELEASE, release
+from draguard.schema.model.releases import DEFAULT_RELEASE
 from draguard.schema.read.sources import (
     STDIN,
     STDIN_NAME,
@@ -80,14 +81,10 @@ class FileResult:
 
 def main(argv: Sequence[str]) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-        options = Options(release=release(args.kubernetes_version))
-    except SystemExit as exc:
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
-    except ValueError as exc:
-        print(f"draguard convert: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    parsed = parse_with_release(parser, argv, "draguard convert")
+    if isinstance(parsed, int):
+        return parsed
+    args, options = parsed
     if args.in_place and STDIN in args.paths:
         print("draguard convert: --in-place cannot rewrite stdin", file=sys.stderr)
         return EXIT_USAGE

@@ -6,7 +6,12 @@ import argparse
 import contextlib
 import io
 import os
+import sys
+from collections.abc import Sequence
 from typing import TextIO
+
+from draguard.schema.model.options import Options
+from draguard.schema.model.releases import release
 
 
 class UsageError(Exception):
@@ -18,6 +23,24 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
+
+
+def parse_with_release(
+    parser: argparse.ArgumentParser, argv: Sequence[str], prog: str
+) -> tuple[argparse.Namespace, Options] | int:
+    """Parse `argv` and its `--kubernetes-version`; an exit code instead on --help or bad usage.
+
+    For the commands built on plain argparse (convert, roundtrip): argparse has printed
+    the help or the usage error already; a bad version is printed here as `prog: …`.
+    """
+    try:
+        args = parser.parse_args(list(argv))
+        return args, Options(release=release(args.kubernetes_version))
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
 
 
 def parse_patch(version: str) -> int | None:
@@ -36,7 +59,15 @@ def write(stream: TextIO, text: str) -> None:
             stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
         stream.flush()
     except BrokenPipeError:
-        # The reader went away (`draguard lint … | head`): stop quietly, and point the
-        # stream at /dev/null so that Python's flush at exit does not complain either.
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        quiet(stream)
+
+
+def quiet(stream: TextIO | None = None) -> None:
+    """The reader went away (`draguard lint … | head`): stop quietly, exit code kept.
+
+    The stream (stdout by default) is pointed at /dev/null so that later writes and
+    Python's flush at exit do not complain either.
+    """
+    target = sys.stdout if stream is None else stream
+    with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.model.options import Options
-from draguard.schema.model.releases import DEFAULT_RELEASE, release
+from draguard.schema.cli.frame import parse_with_release
+from draguard.schema.model.releases import DEFAULT_RELEASE
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
@@ -33,14 +32,10 @@ def main(argv: Sequence[str]) -> int:
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin")
     parser.add_argument("--kubernetes-version", default=DEFAULT_RELEASE.name, metavar="VERSION",
                         help="convert as this release does, e.g. 1.34 (default %(default)s)")
-    try:
-        args = parser.parse_args(list(argv))
-        options = Options(release=release(args.kubernetes_version))
-    except SystemExit as exc:
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
-    except ValueError as exc:
-        print(f"draguard roundtrip: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    parsed = parse_with_release(parser, argv, "draguard roundtrip")
+    if isinstance(parsed, int):
+        return parsed
+    args, options = parsed
     status = EXIT_OK
     reader = DocumentReader("draguard roundtrip")
     for chunk, obj in reader.documents(args.paths):

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draguard.schema.cluster import capacity
 from draguard.schema.cluster.inventory import Claim, DeviceKey
 from draguard.schema.cluster.objects import Device, DeviceClass, Node
 from draguard.schema.cluster.pools import Candidate, Features, Pool, node_matches
-from draguard.schema.cluster.selectors import evaluate
+from draguard.schema.cluster.quantity import parse_quantity
+from draguard.schema.cluster.selectors import evaluate, unevaluable
 
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 _UNKNOWN: Any = object()
@@ -41,6 +43,10 @@ class Result:
     pool: str
     device: str
     admin_access: bool = False
+    # A share of a device that allows multiple allocations (the scheduler gives it a
+    # random shareID) and what it consumes of each capacity.
+    shared: bool = False
+    consumed: tuple[tuple[str, Fraction], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,7 @@ class Request:
     count: int
     admin_access: bool
     tolerations: list[dict[str, Any]]
+    capacity: dict[str, Fraction] | None = None  # capacity.requests (KEP-5075)
 
     @property
     def full_name(self) -> str:
@@ -106,10 +113,15 @@ def _parse_requests(claim: Claim) -> list[list[Request]]:
 def _request(raw: dict[str, Any], name: str, parent: str | None) -> Request:
     selectors = [str(s.get("cel", {}).get("expression", "")) for s in raw.get("selectors") or []]
     count = raw.get("count")
+    requests = (raw.get("capacity") or {}).get("requests") if isinstance(raw.get("capacity"), dict) else None
+    amounts = None
+    if isinstance(requests, dict):
+        parsed = {str(k): parse_quantity(v) for k, v in requests.items()}
+        amounts = {k: v for k, v in parsed.items() if v is not None}
     return Request(name, parent, str(raw.get("deviceClassName", "")), selectors,
                    str(raw.get("allocationMode", "ExactCount")),
                    count if isinstance(count, int) else 1, raw.get("adminAccess") is True,
-                   list(raw.get("tolerations") or []))
+                   list(raw.get("tolerations") or []), amounts)
 
 
 @dataclass(slots=True)
@@ -168,8 +180,10 @@ class SelectorCache:
         """
         if pool.content_id < 0:
             # Binding conditions decide selectability too (before 1.36), outside the signature.
+            # Request policies decide whether a capacity request fits (1.36+).
             key = tuple((c.device._signature or c.device.signature(c.key[0]))
                         + ("\0b" if c.device.binding_conditions else "")
+                        + (repr(sorted(c.device.policies.items())) if c.device.policies else "")
                         for c in pool.candidates())
             pool.content_id = self._contents.setdefault(key, len(self._contents))
         return pool.content_id
@@ -201,7 +215,8 @@ def node_shape(pools: Sequence[Pool], allocated: set[DeviceKey], cache: Selector
     the same devices allocated) get the same solution by position: the search sees
     attributes, capacities and allocation state, never names. None where more than
     that matters (per-device node selection, taints, counters, binding conditions,
-    and before 1.36 the order note, which runs its own search).
+    shared devices and the capacity their shares use, and before 1.36 the order
+    note, which runs its own search).
     """
     usable = 0
     out: list[Any] = []
@@ -215,7 +230,8 @@ def node_shape(pools: Sequence[Pool], allocated: set[DeviceKey], cache: Selector
         members = pool.candidates()
         for c in members:
             device = c.device
-            if device.taints or device.consumes_counters or device.binding_conditions:
+            if device.taints or device.consumes_counters or device.binding_conditions or (
+                    device.allow_multiple_allocations and features.consumable_capacity):
                 return None
         out.append((cache.pool_content(pool), tuple(c.key in allocated for c in members)))
     if not features.sorted_pools and usable >= 2:
@@ -255,6 +271,11 @@ class Allocator:
     chosen: list[dict[int, int]] = field(default_factory=list)
     available_counters: dict[str, dict[str, dict[str, Fraction]]] = field(default_factory=dict)
     consumed: dict[str, dict[str, dict[str, Fraction]]] = field(default_factory=dict)
+    # Consumable capacity (1.36+): what allocated shares use per device (upstream
+    # `AggregatedCapacity`) and what this search's shares take (`allocatingCapacity`).
+    in_use: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
+    allocating_capacity: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
+    shared_devices: set[DeviceKey] = field(default_factory=set)  # `AllocatedSharedDeviceIDs`
 
     def allocate(self) -> Outcome:
         try:
@@ -340,6 +361,7 @@ class Allocator:
             raise Abort(f"{where}: could not retrieve device class {request.class_name}: "
                         f'deviceclass.resource.k8s.io "{request.class_name}" not found')
         data = _Data(request, klass, request.count)
+        borrowed = self._borrowed_selection(ci, ri, si)
         if request.mode == "All":
             for pool in self.pools:
                 if pool.incomplete:
@@ -348,13 +370,40 @@ class Allocator:
                 if pool.invalid:
                     raise Abort(f"{where}: asks for all devices, but resource pool {pool.id} "
                                 "is currently invalid")
+                if borrowed is not None:
+                    data.all_devices += [c for c in borrowed if c.pool is pool]
+                    continue
                 for candidate in pool.candidates():
-                    if self._selectable((ci, ri, si), data, candidate):
+                    if self._selectable((ci, ri, si), data, candidate) and (
+                            not self.features.consumable_capacity
+                            or self._capacity_fits(request, candidate) is True):
                         data.all_devices.append(candidate)
             data.num_devices = len(data.all_devices)
         elif request.mode != "ExactCount":
             raise Abort(f"{where}: unsupported count mode {request.mode}")
         return data
+
+    def _borrowed_selection(self, ci: int, ri: int, si: int) -> list[Candidate] | None:
+        """Before 1.36, subrequest 1 of an All request sees subrequest 0's selection.
+
+        The pre-pass validated subrequest i under the cache key of subrequest i - 1
+        (`Allocate` set `requestKey.subRequestIndex = i` only after
+        `validateDeviceRequest`; allocator_stable.go in 1.34 and 1.35), and
+        `isSelectable` answers from `deviceMatchesRequest` by that key. Only
+        subrequest 1 finds entries there: those subrequest 0 wrote, when it is an All
+        request too (an ExactCount one selects nothing in the pre-pass). It then
+        takes exactly subrequest 0's devices and evaluates no selector of its own.
+        Fixed by "DRA: Fix incorrect behavior when using AllocationModeAll with
+        PrioritizedList" (kubernetes 3caaccc, 1.36.0), with the search half.
+        """
+        if not self.features.all_subrequest_bug or si != 1:
+            return None
+        first = self.data.get((ci, ri, 0))
+        if first is None or first.request.mode != "All":
+            return None
+        if self.requests[ci][ri][1].mode != "All":
+            return None
+        return first.all_devices
 
     # --- the search (upstream `allocateOne`) ----------------------------------------
 
@@ -395,6 +444,8 @@ class Allocator:
         for candidate in selected if selected is not None else self._usable_candidates():
             if self._busy(candidate.key, ci, request) or (
                     selected is None and not self._selectable((ci, ri, si), data, candidate)):
+                continue
+            if self.features.consumable_capacity and self._capacity_fits(request, candidate) is not True:
                 continue
             undo = self._allocate_device(ci, ri, si, candidate, must=False)
             if undo is None:
@@ -544,11 +595,17 @@ class Allocator:
         """Upstream `allocateDevice`: None when the device cannot be added, else an undo."""
         data = self.data[(ci, ri, si)]
         request = data.request
-        if self._busy(candidate.key, ci, request):
-            return None
         device = candidate.device
-        if device.consumes_counters and not (self.features.partitionable_devices
-                                             and self._take_counters(candidate)):
+        # Incubating `allocateDevice`: a device that allows multiple allocations is
+        # never marked as allocating, so only a dedicated one is busy within a claim.
+        shared = self.features.consumable_capacity and device.allow_multiple_allocations
+        if (not shared or not request.admin_access) and self._busy(candidate.key, ci, request):
+            return None
+        # Counters are taken by the first share only (upstream `skipCounterCheck`).
+        skip_counters = shared and (candidate.key in self.in_use
+                                    or candidate.key in self.allocating_capacity)
+        if device.consumes_counters and not skip_counters and not (
+                self.features.partitionable_devices and self._take_counters(candidate)):
             return None
         base, sub = (request.parent, request.name) if request.parent else (request.name, "")
         # Upstream returns here (and after a failed constraint) without giving the
@@ -565,20 +622,50 @@ class Allocator:
                 for earlier in constraints[:i]:
                     earlier.remove(base, sub, candidate.key)
                 return None
-        self.allocating.setdefault(candidate.key, set()).add(ci)
+        users = self.allocating.setdefault(candidate.key, set())
+        if not shared:
+            users.add(ci)
+        taken: dict[str, Fraction] = {}
+        if self.features.consumable_capacity:
+            if self._capacity_fits(request, candidate) is not True:
+                # Upstream returns here without undoing the constraints and the
+                # allocating mark just made; kept (only an All request gets here).
+                return None
+            if shared:
+                taken = capacity.consumed(request.capacity, device.capacity, device.policies)
+                into = self.allocating_capacity.setdefault(candidate.key, {})
+                for name, amount in taken.items():
+                    into[name] = into.get(name, Fraction(0)) + amount
         before = len(self.result[ci])
         driver, pool, name = candidate.key
-        self.result[ci].append(Result(request.full_name, driver, pool, name, request.admin_access))
+        self.result[ci].append(Result(request.full_name, driver, pool, name, request.admin_access,
+                                      shared, tuple(sorted(taken.items()))))
 
         def undo() -> None:
             for constraint in constraints:
                 constraint.remove(base, sub, candidate.key)
             self.allocating[candidate.key].discard(ci)
-            if device.consumes_counters:
+            if shared:
+                # ConsumedCapacityCollection.Remove, for a share that consumed something
+                # (an empty one's entry stays, as upstream's does).
+                if taken:
+                    left = self.allocating_capacity[candidate.key]
+                    for name, amount in taken.items():
+                        left[name] -= amount
+                    if not any(left.values()):
+                        del self.allocating_capacity[candidate.key]
+            elif device.consumes_counters:
                 self._release_counters(candidate)
             del self.result[ci][before:]
 
         return undo
+
+    def _capacity_fits(self, request: Request, candidate: Candidate) -> bool | None:
+        """Upstream `allocator.CmpRequestOverCapacity` for one device (None: upstream errs)."""
+        device = candidate.device
+        return capacity.fits(requests=request.capacity, capacity=device.capacity,
+                             policies=device.policies, in_use=self.in_use.get(candidate.key),
+                             allocating=self.allocating_capacity.get(candidate.key))
 
     # --- partitionable devices (upstream `checkAvailableCounters`) ---------------------
 
@@ -589,7 +676,10 @@ class Allocator:
             available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
             for found in [*pool.slices, *pool.other_slices]:
                 for device in found.devices:
-                    if (found.driver, found.pool, device.name) not in self.allocated:
+                    # Upstream `IsDeviceAllocated`: dedicated, or with an allocated share.
+                    key = (found.driver, found.pool, device.name)
+                    if key not in self.allocated and key not in self.shared_devices \
+                            and key not in self.in_use:
                         continue
                     for set_name, counters in device.consumes_counters:
                         for counter, amount in counters.items():
@@ -711,27 +801,44 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int, *,
     if data is None:
         return None
     request = data.request
-    node = allocator.node.name if node_name is None else node_name
     klass, need = request.class_name, data.request.count
+    owned = [(f"class {klass}", e) for e in (data.klass.selectors if data.klass else [])]
+    for owner, expression in owned + [("request", e) for e in request.selectors]:
+        function = unevaluable(expression)
+        if function is not None:
+            # Counted as matching nothing in the search (`selectors.evaluate`).
+            return (f"selector `{expression}` of the {owner} uses {function}, which draguard "
+                    "cannot evaluate; its outcome is unknown")
+    node = allocator.node.name if node_name is None else node_name
+    if allocator._borrowed_selection(ci, ri, si) == []:
+        first = allocator.data[(ci, ri, 0)].request.name
+        return (f"before 1.36 the scheduler gives this All subrequest the devices subrequest "
+                f"{first} selects, none on {node}, instead of its own (upstream bug, fixed "
+                "in 1.36)")
     incomplete = [p.id for p in allocator.pools if p.incomplete or p.invalid]
     selected = allocator._selected(ci, ri, si, data)
     if selected is None:  # some device gives a CEL error: say which
         selected = [c for c in allocator._usable_candidates()
                     if allocator._selectable((ci, ri, si), data, c)]
-    matching, allocated, tainted = len(selected), 0, 0
+    matching, allocated, tainted, short = len(selected), 0, 0, 0
     for candidate in selected:
+        device = candidate.device
         if not request.admin_access and candidate.key in allocator.allocated:
             allocated += 1
-        elif candidate.device.taints and allocator.features.device_taints and _taint_prevents(
-                candidate.device, request):
+        elif device.taints and allocator.features.device_taints and _taint_prevents(
+                device, request):
             tainted += 1
+        elif allocator.features.consumable_capacity and capacity.fits(
+                requests=request.capacity, capacity=device.capacity, policies=device.policies,
+                in_use=allocator.in_use.get(candidate.key), allocating=None) is not True:
+            short += 1  # the request's capacity (or the policy) does not fit what is left
     of_class = matching
     if matching == 0:
         only_class = _Data(Request(request.name, request.parent, klass, [], request.mode,
                                    request.count, request.admin_access, []), data.klass, 0)
         class_only = allocator._selected(ci, ri, -1 - si, only_class)
         of_class = len(class_only) if class_only is not None else 0
-    usable = matching - allocated - tainted
+    usable = matching - allocated - tainted - short
     selectors = " && ".join(f"`{s}`" for s in request.selectors)
     what = f"no device of class {klass}" + (f" matches {selectors}" if selectors else "")
     suffix = f" (pools not usable: {', '.join(incomplete)})" if incomplete else ""
@@ -742,18 +849,19 @@ def describe_request(allocator: Allocator, ci: int, ri: int, si: int, *,
     if request.mode == "All":
         if allocated or tainted:
             return (f"asks for all {matching} devices of class {klass} on {node}: "
-                    f"{_busy_text(matching, allocated, tainted)}")
+                    f"{_busy_text(matching, allocated, tainted, short)}")
         return None
     if usable >= need:
         return None
     head = what if usable == 0 else f"needs {need} devices of class {klass}, {usable} free"
-    return f"{head} on {node}: {_busy_text(matching, allocated, tainted)}{suffix}"
+    return f"{head} on {node}: {_busy_text(matching, allocated, tainted, short)}{suffix}"
 
 
-def _busy_text(matching: int, allocated: int, tainted: int) -> str:
+def _busy_text(matching: int, allocated: int, tainted: int, short: int = 0) -> str:
     noun = "candidate" if matching == 1 else "candidates"
     parts = []
-    for count, word in ((allocated, "allocated"), (tainted, "tainted")):
+    for count, word in ((allocated, "allocated"), (tainted, "tainted"),
+                        (short, "short of capacity")):
         if not count:
             continue
         if count == matching:

@@ -9,8 +9,11 @@ finding and is left out.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, BinaryIO
 
 from draguard.schema.cluster.objects import (
@@ -28,7 +31,9 @@ from draguard.schema.cluster.objects import (
     read_pod,
     read_slice,
 )
+from draguard.schema.cluster.quantity import parse_quantity
 from draguard.schema.model.options import Options
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import identify
 from draguard.schema.read.sources import (
@@ -45,6 +50,17 @@ from draguard.schema.read.sources import (
 from draguard.schema.validate import prepare, validate_object
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    """One `status.allocation.devices.results[]` entry of an allocated claim."""
+
+    key: DeviceKey
+    admin_access: bool
+    request: str  # `req` or `req/sub`: the scheduler's Score reads which subrequest
+    share_id: str | None = None  # a share of a device that allows multiple allocations
+    consumed: tuple[tuple[str, Fraction], ...] | None = None  # consumedCapacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +83,7 @@ class Claim:
     namespace: str
     name: str
     devices: dict[str, Any]  # spec.devices, hub shape, defaulted
-    allocated: list[tuple[DeviceKey, bool]] | None  # results (device, adminAccess); None: not allocated
+    allocated: list[AllocatedDevice] | None  # status.allocation's results; None: not allocated
     node_selector: NodeSelector | None = None  # status.allocation.nodeSelector
     origin: Origin = NOWHERE
     parsed: Any = None  # the allocator's reading of `devices`, made once (allocator.py)
@@ -85,14 +101,38 @@ class Inventory:
     findings: list[Finding] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
 
-    def allocated_devices(self) -> set[DeviceKey]:
+    def allocated_devices(self, *, consumable_capacity: bool = False) -> set[DeviceKey]:
         """Devices in use by allocated claims; admin-access results do not count.
 
-        Upstream `structured/internal/allocatedstate.go`: results with adminAccess are
-        skipped when gathering the allocated devices.
+        The scheduler's allocated state (kubernetes pkg/scheduler/framework/plugins/
+        dynamicresources/allocateddevices.go, `foreachAllocatedDevice`): results with
+        adminAccess are skipped; with DRAConsumableCapacity on, a result with a shareID
+        is a share of a device, counted in `shared_capacity` instead.
         """
-        return {key for claim in self.claims.values() for key, admin in claim.allocated or ()
-                if not admin}
+        return {result.key for claim in self.claims.values() for result in claim.allocated or ()
+                if not result.admin_access
+                and not (consumable_capacity and result.share_id is not None)}
+
+    def shared_devices(self) -> set[DeviceKey]:
+        """Upstream `AllocatedSharedDeviceIDs`, by device: devices with an allocated share.
+
+        Such a device consumes its counters once, however many shares it has
+        (`IsDeviceAllocated` in structured/internal/allocatedstate.go).
+        """
+        return {result.key for claim in self.claims.values() for result in claim.allocated or ()
+                if not result.admin_access and result.share_id is not None}
+
+    def shared_capacity(self) -> dict[DeviceKey, dict[str, Fraction]]:
+        """Upstream `AggregatedCapacity`: the consumedCapacity of every allocated share."""
+        out: dict[DeviceKey, dict[str, Fraction]] = {}
+        for claim in self.claims.values():
+            for result in claim.allocated or ():
+                if result.admin_access or result.share_id is None or result.consumed is None:
+                    continue
+                into = out.setdefault(result.key, {})
+                for name, amount in result.consumed:
+                    into[name] = into.get(name, Fraction(0)) + amount
+        return out
 
 
 def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default",
@@ -102,15 +142,42 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     Paths as lint takes them: files, folders (their manifests, recursively) or `-`.
     """
     inventory = Inventory()
-    for path in expand_paths(paths):
-        source = read_source(path, stdin)
-        if isinstance(source, Unreadable):
-            inventory.unreadable.append(source)
-            continue
-        for chunk in split_documents(source):
-            add_chunk(inventory, chunk, release=release, namespace=namespace)
-    check_references(inventory)
+    with collection_paused():
+        for path in expand_paths(paths):
+            source = read_source(path, stdin)
+            if isinstance(source, Unreadable):
+                inventory.unreadable.append(source)
+                continue
+            for chunk in split_documents(source):
+                add_chunk(inventory, chunk, release=release, namespace=namespace)
+        check_references(inventory)
     return inventory
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Automatic garbage collection off while the model is built.
+
+    Reading makes a few small objects per device and keeps nearly all of them: the
+    collections their allocations trigger only rescan the growing model and the
+    parsed input (three fifths of the reading at 5,000 nodes, bench/RESULTS.md).
+    Nothing made here is garbage in a cycle worth freeing early. At the end the
+    objects alive are moved out of the collector's sight (`gc.freeze`): the model
+    lives as long as the command, and the first collection after reading would
+    otherwise scan all of it once more. Objects without cycles are still freed as
+    soon as they are dropped; what an earlier reading froze is given back to the
+    collector first, so a process that reads many times (tests, the benchmark)
+    keeps at most one reading's cyclic garbage out of reach.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    gc.unfreeze()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace: str) -> None:
@@ -130,8 +197,9 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
 def add_objects(inventory: Inventory, objects: Iterable[Mapping[str, Any]], *, source: str,
                 release: Release, namespace: str) -> None:
     """Objects from elsewhere (a live cluster): findings name the object, not a line."""
-    for obj in objects:
-        _add_object(inventory, obj, _Named(source, obj), release, namespace)
+    with collection_paused():
+        for obj in objects:
+            _add_object(inventory, obj, _Named(source, obj), release, namespace)
 
 
 class _Place:
@@ -142,7 +210,7 @@ class _Place:
         return Origin(self.chunk.file, self.finding(()).line)
 
     def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
-        where = locate(self.chunk, self.parsed.positions, [(*self.prefix, *path)])
+        where = locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])
         return Finding(self.chunk.file, where.line, where.column, message)
 
 
@@ -221,7 +289,15 @@ def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, releas
             if isinstance(result, dict):
                 key = (str(result.get("driver", "")), str(result.get("pool", "")),
                        str(result.get("device", "")))
-                claim.allocated.append((key, result.get("adminAccess") is True))
+                share = result.get("shareID")
+                consumed = result.get("consumedCapacity")
+                amounts = None
+                if isinstance(consumed, dict):
+                    parsed = ((str(k), parse_quantity(v)) for k, v in consumed.items())
+                    amounts = tuple(sorted((k, v) for k, v in parsed if v is not None))
+                claim.allocated.append(AllocatedDevice(
+                    key, result.get("adminAccess") is True, str(result.get("request", "")),
+                    str(share) if share else None, amounts))
         if allocation.get("nodeSelector") is not None:
             claim.node_selector = read_node_selector(
                 allocation["nodeSelector"], ("status", "allocation", "nodeSelector"), problems)

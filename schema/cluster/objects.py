@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from draguard.schema.cluster.capacity import RequestPolicy
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
+from draguard.schema.cluster.semver import version_value
 
 Path = tuple[str | int, ...]
 
@@ -69,6 +71,7 @@ class Device:
     node_selector: NodeSelector | None = None
     binding_conditions: bool = False
     allow_multiple_allocations: bool = False
+    policies: dict[str, RequestPolicy] = field(default_factory=dict)  # capacity[].requestPolicy
     _cel: tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]] | None = None
     _signature: str | None = None
 
@@ -89,9 +92,10 @@ class Device:
         """
         if self._cel is None:
             attributes: dict[str, dict[str, Any]] = {}
-            for qualified, (_, value) in self.attributes.items():
+            for qualified, (kind, value) in self.attributes.items():
                 domain, ident = _split_qualified(qualified, driver)
-                attributes.setdefault(domain, {})[ident] = value
+                attributes.setdefault(domain, {})[ident] = (
+                    version_value(str(value)) if kind == "version" else value)
             capacity: dict[str, dict[str, int]] = {}
             for qualified, amount in self.capacity.items():
                 domain, ident = _split_qualified(qualified, driver)
@@ -246,24 +250,15 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
     spec = _map(obj.get("spec"))
     pool = _map(spec.get("pool"))
     problems: list[Problem] = []
-    fatal = [Problem(p, m) for p, ok, m in (
-        (("metadata", "name"), bool(name), "ResourceSlice without a name"),
-        (("spec", "driver"), bool(_str(spec.get("driver"))), "Required value: spec.driver"),
-        (("spec", "pool", "name"), bool(_str(pool.get("name"))), "Required value: spec.pool.name"),
-        (("spec", "pool", "generation"), (_int(pool.get("generation")) or 0) >= 0
-         and _int(pool.get("generation")) is not None, "spec.pool.generation must be an integer ≥ 0"),
-        (("spec", "pool", "resourceSliceCount"), (_int(pool.get("resourceSliceCount")) or 0) > 0,
-         "spec.pool.resourceSliceCount must be an integer > 0"),
-    ) if not ok]
-    chosen = [key for key in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
-              if spec.get(key) not in (None, "", False)]
-    if len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
-        fatal.append(Problem(("spec",), "exactly one of nodeName, nodeSelector, allNodes, "
-                                         "perDeviceNodeSelection is required"))
-    if fatal:
-        return None, fatal
-    result = Slice(name, _str(spec.get("driver")), _str(pool.get("name")),
-                   _int(pool.get("generation")) or 0, _int(pool.get("resourceSliceCount")) or 1,
+    driver, pool_name = _str(spec.get("driver")), _str(pool.get("name"))
+    generation, count = _int(pool.get("generation")), _int(pool.get("resourceSliceCount"))
+    chosen = [key for key in _NODE_SELECTION if spec.get(key) not in (None, "", False)]
+    well_formed = (name and driver and pool_name and generation is not None and generation >= 0
+                   and count is not None and count > 0)
+    if not well_formed or len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
+        return None, _slice_problems(name, driver, pool_name, generation, count, chosen, spec)
+    assert generation is not None and count is not None  # for mypy: checked just above
+    result = Slice(name, driver, pool_name, generation, count,
                    node_name=_str(spec.get("nodeName")), all_nodes=spec.get("allNodes") is True,
                    per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
                    origin=origin)
@@ -291,7 +286,30 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
     return result, problems
 
 
+_NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+
+
+def _slice_problems(name: str, driver: str, pool_name: str, generation: int | None,
+                    count: int | None, chosen: list[str], spec: Mapping[str, Any]) -> list[Problem]:
+    """Why the apiserver would not store the slice (read_slice checks cheaply first)."""
+    fatal = [Problem(p, m) for p, ok, m in (
+        (("metadata", "name"), bool(name), "ResourceSlice without a name"),
+        (("spec", "driver"), bool(driver), "Required value: spec.driver"),
+        (("spec", "pool", "name"), bool(pool_name), "Required value: spec.pool.name"),
+        (("spec", "pool", "generation"), generation is not None and generation >= 0,
+         "spec.pool.generation must be an integer ≥ 0"),
+        (("spec", "pool", "resourceSliceCount"), (count or 0) > 0,
+         "spec.pool.resourceSliceCount must be an integer > 0"),
+    ) if not ok]
+    if len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
+        fatal.append(Problem(("spec",), "exactly one of nodeName, nodeSelector, allNodes, "
+                                         "perDeviceNodeSelection is required"))
+    return fatal
+
+
 def _device_limit(devices: list[Any]) -> int:
+    if len(devices) <= MAX_DEVICES_WITH_TAINTS_OR_COUNTERS:
+        return MAX_DEVICES  # within both limits: which one applies does not matter
     special = any(_map(d).get("taints") or _map(d).get("consumesCounters") for d in devices)
     return MAX_DEVICES_WITH_TAINTS_OR_COUNTERS if special else MAX_DEVICES
 
@@ -330,20 +348,46 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
             continue
         attributes[key] = typed[0]
     capacity: dict[str, Fraction] = {}
+    policies: dict[str, RequestPolicy] = {}
     for key, entry in _map(raw.get("capacity")).items():
         amount = parse_quantity(_map(entry).get("value"))
         if amount is None:
             problems.append(Problem((*path, "capacity", key, "value"), "not a quantity"))
             continue
         capacity[key] = amount
+        if _map(entry).get("requestPolicy") is not None:
+            policies[key] = _request_policy(_map(_map(entry).get("requestPolicy")),
+                                            (*path, "capacity", key, "requestPolicy"), problems)
+    raw_consumes, raw_taints = raw.get("consumesCounters"), raw.get("taints")
     consumes = [(_str(_map(c).get("counterSet")),
                  _counters(_map(c).get("counters"), (*path, "consumesCounters", j, "counters"), problems))
-                for j, c in enumerate(_list(raw.get("consumesCounters")))]
+                for j, c in enumerate(_list(raw_consumes))] if raw_consumes else []
     device = Device(name, attributes, capacity,
-                    [dict(_map(t)) for t in _list(raw.get("taints"))], consumes,
+                    [dict(_map(t)) for t in _list(raw_taints)] if raw_taints else [], consumes,
                     node_name=_str(raw.get("nodeName")), all_nodes=raw.get("allNodes") is True,
                     binding_conditions=bool(_list(raw.get("bindingConditions"))),
-                    allow_multiple_allocations=raw.get("allowMultipleAllocations") is True)
+                    allow_multiple_allocations=raw.get("allowMultipleAllocations") is True,
+                    policies=policies)
     if raw.get("nodeSelector") is not None:
         device.node_selector = read_node_selector(raw.get("nodeSelector"), (*path, "nodeSelector"), problems)
     return device
+
+
+def _request_policy(raw: Mapping[str, Any], path: Path, problems: list[Problem]) -> RequestPolicy:
+    """A capacity's requestPolicy (KEP-5075); an unreadable quantity is a problem, left out."""
+    def amount(value: Any, *where: str | int) -> Fraction | None:
+        if value is None:
+            return None
+        found = parse_quantity(value)
+        if found is None:
+            problems.append(Problem((*path, *where), "not a quantity"))
+        return found
+
+    valid_range = _map(raw.get("validRange"))
+    values = [amount(v, "validValues", i) for i, v in enumerate(_list(raw.get("validValues")))]
+    return RequestPolicy(default=amount(raw.get("default"), "default"),
+                         valid_values=tuple(v for v in values if v is not None),
+                         has_range=raw.get("validRange") is not None,
+                         minimum=amount(valid_range.get("min"), "validRange", "min"),
+                         maximum=amount(valid_range.get("max"), "validRange", "max"),
+                         step=amount(valid_range.get("step"), "validRange", "step"))

@@ -35,8 +35,9 @@ class Features:
     scoring: bool  # the plugin scores nodes from 1.35
     # Before 1.36 an All-mode subrequest after the first went on, after its first
     # device, with subrequest 0's data (allocator_stable.go allocateOne dropped
-    # `subRequestIndex`; fixed by "DRA: Fix incorrect behavior when using
-    # AllocationModeAll with PrioritizedList", in 1.36.0).
+    # `subRequestIndex`), and subrequest 1 was validated under subrequest 0's
+    # cache key (`Allocator._borrowed_selection`); both fixed by "DRA: Fix incorrect
+    # behavior when using AllocationModeAll with PrioritizedList", in 1.36.0).
     all_subrequest_bug: bool
     # From 1.37 a CEL runtime error names the device and hints at `.?`/has()
     # ("DRA: add hint for CEL "no such key" errors", cel/errors.go EnhanceRuntimeError).

@@ -44,3 +44,24 @@ def _parse_text(text: str) -> Fraction | None:
 def milli_value(value: Fraction) -> int:
     """Upstream's `Quantity.MilliValue()`: thousandths, rounded up."""
     return math.ceil(value * 1000)
+
+
+_BINARY_SUFFIXES = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+
+
+def format_quantity(value: Fraction) -> str:
+    """A quantity's text: the largest exact binary suffix, else plain, else thousandths.
+
+    The value is exact; the spelling may differ from the scheduler's, which keeps
+    the format of the quantity it copied (`2G` stays `2G` there, `2000000000` here).
+    """
+    if value.denominator == 1:
+        whole = int(value)
+        for suffix, shift in _BINARY_SUFFIXES:
+            if whole and whole % (1 << shift) == 0:
+                return f"{whole >> shift}{suffix}"
+        return str(whole)
+    milli = value * 1000
+    if milli.denominator == 1:
+        return f"{int(milli)}m"
+    return str(float(value))

@@ -155,17 +155,30 @@ _FAST_LABEL_RE = re.compile(_FAST_LABEL)
 _FAST_SUBDOMAIN_RE = re.compile(f"{_FAST_LABEL}(?:\\.{_FAST_LABEL})*+")
 
 
-@lru_cache(maxsize=PREDICATE_CACHE_SIZE)
+# The predicates below cache only values within their length limit, so that the cache
+# holds at most PREDICATE_CACHE_SIZE short strings (issue 15 §3): a longer value is
+# refused before the cache sees it, and cannot make an entry megabytes long.
 def is_dns1123_label(value: str) -> bool:
-    return len(value) <= DNS1123_LABEL_MAX and _FAST_LABEL_RE.fullmatch(value) is not None
+    return len(value) <= DNS1123_LABEL_MAX and _is_dns1123_label(value)
+
+
+@lru_cache(maxsize=PREDICATE_CACHE_SIZE)
+def _is_dns1123_label(value: str) -> bool:
+    return _FAST_LABEL_RE.fullmatch(value) is not None
 
 
 def is_dns1123_subdomain(value: str) -> bool:
     return len(value) <= DNS1123_SUBDOMAIN_MAX and _FAST_SUBDOMAIN_RE.fullmatch(value) is not None
 
 
-@lru_cache(maxsize=PREDICATE_CACHE_SIZE)
 def is_qualified_name(value: str) -> bool:
+    # A prefix (≤ 253) + "/" + a name (≤ 63): anything longer fails one of them.
+    return (len(value) <= DNS1123_SUBDOMAIN_MAX + 1 + QUALIFIED_NAME_MAX
+            and _is_qualified_name(value))
+
+
+@lru_cache(maxsize=PREDICATE_CACHE_SIZE)
+def _is_qualified_name(value: str) -> bool:
     prefix, slash, name = value.partition("/")
     if not slash:
         name = prefix
@@ -174,6 +187,10 @@ def is_qualified_name(value: str) -> bool:
     return len(name) <= QUALIFIED_NAME_MAX and _QUALIFIED_NAME_RE.fullmatch(name) is not None
 
 
-@lru_cache(maxsize=PREDICATE_CACHE_SIZE)
 def is_label_value(value: str) -> bool:
-    return len(value) <= LABEL_VALUE_MAX and _LABEL_VALUE_RE.fullmatch(value) is not None
+    return len(value) <= LABEL_VALUE_MAX and _is_label_value(value)
+
+
+@lru_cache(maxsize=PREDICATE_CACHE_SIZE)
+def _is_label_value(value: str) -> bool:
+    return _LABEL_VALUE_RE.fullmatch(value) is not None

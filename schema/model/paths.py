@@ -89,30 +89,3 @@ def _render(parts: tuple[Segment, ...]) -> str:
         else:
             out.append(part)
     return "".join(out)
-
-
-def parse_path(text: str) -> FieldPath:
-    """Parse the apiserver's rendering back into a path (`a.b[0][key].c`)."""
-    parts: list[Segment] = []
-    i = 0
-    name = ""
-    while i < len(text):
-        ch = text[i]
-        if ch == ".":
-            if name:
-                parts.append(name)
-            name = ""
-        elif ch == "[":
-            if name:
-                parts.append(name)
-            name = ""
-            end = text.index("]", i)
-            inner = text[i + 1 : end]
-            parts.append(int(inner) if inner.isdigit() else MapKey(inner))
-            i = end
-        else:
-            name += ch
-        i += 1
-    if name:
-        parts.append(name)
-    return FieldPath(tuple(parts))

@@ -33,6 +33,19 @@ ATTRIBUTE_VALUE_MAX = 64  # DeviceAttributeMaxValueLength
 DEVICE_ATTRIBUTES_MAX = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 
 
+class _Since:
+    """A release fact that holds from one minor version on.
+
+    A descriptor rather than one property per fact, so the facts read as the table they are.
+    """
+
+    def __init__(self, minor: int) -> None:
+        self.minor = minor
+
+    def __get__(self, release: Release, owner: object = None) -> bool:
+        return release.minor >= self.minor
+
+
 @dataclass(frozen=True, slots=True)
 class Release:
     """One Kubernetes minor release, as far as DRA claims are concerned."""
@@ -43,22 +56,11 @@ class Release:
     def name(self) -> str:
         return f"1.{self.minor}"
 
-    # §1.1 feature gates: default state in this release (None = the field does not exist).
-    @property
-    def prioritized_list(self) -> bool:
-        return self.minor >= 34
-
-    @property
-    def admin_access(self) -> bool:
-        return self.minor >= 34
-
-    @property
-    def device_taints(self) -> bool:
-        return self.minor >= 36
-
-    @property
-    def consumable_capacity(self) -> bool:
-        return self.minor >= 36
+    # §1.1 feature gates: default state in this release (FEATURE_SINCE has the same minors).
+    prioritized_list = _Since(34)
+    admin_access = _Since(34)
+    device_taints = _Since(36)
+    consumable_capacity = _Since(36)
 
     # What the claim strategy's drop code actually removes, which is less than the gates
     # say before 1.35 (issue 17): `PrepareForCreate` → `dropDisabledFields` in
@@ -79,16 +81,11 @@ class Release:
         removed nothing; kubernetes#134962 (1.35.0, not backported) made it work."""
         return self.minor < 35 or self.consumable_capacity
 
-    # §2.3 which fields the API types have at all in this release.
-    @property
-    def has_capacity_fields(self) -> bool:
-        """`capacity` and `constraints[].distinctAttribute` exist from 1.34."""
-        return self.minor >= 34
-
-    @property
-    def has_derived_attributes(self) -> bool:
-        """`derivedAttributes` exists in the newest (1.37) types, behind an alpha gate."""
-        return self.minor >= 37
+    # §2.3 which fields the API types have at all in this release: `capacity` and
+    # `constraints[].distinctAttribute` from 1.34; `derivedAttributes` in the newest (1.37)
+    # types, behind an alpha gate.
+    has_capacity_fields = _Since(34)
+    has_derived_attributes = _Since(37)
 
     @property
     def derived_attributes(self) -> bool:

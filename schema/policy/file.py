@@ -60,7 +60,7 @@ class _Node:
     column: int | None
 
     def fail(self, message: str) -> NoReturn:
-        raise PolicyError(self.source, message, field=str(self.path) or "(document)",
+        raise PolicyError(self.source, message, field=self.path,
                           line=self.line, column=self.column)
 
     def fields(self, *allowed: str) -> dict[str, _Node]:
@@ -330,7 +330,7 @@ def _check_with_rules(items: list[_Node], alternatives: list[Alternative]) -> No
                 node = items[j]
                 rest = parts[len(_PROBE_PATH) + 1:]
                 raise PolicyError(node.source, error.message,
-                                  field=str(FieldPath(node.path.parts + rest)),
+                                  field=FieldPath(node.path.parts + rest),
                                   line=node.line, column=node.column)
         items[0].fail(f"the alternatives fail upstream's rules: {error}")
 

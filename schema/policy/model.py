@@ -69,6 +69,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from draguard.schema.cluster.settings import DEFAULT_SETTINGS, CheckSettings
+from draguard.schema.model.paths import FieldPath
 
 Placement = Literal["first", "last", "replace"]
 ConfigRewrite = Literal["rewrite", "keep"]
@@ -78,11 +79,15 @@ KIND = "MutationPolicy"
 
 
 class PolicyError(ValueError):
-    """A policy file that cannot be used; names the file, line, column and field."""
+    """A policy file that cannot be used; names the file, line, column and field.
+
+    `field` is None when the problem has no place in the document (unreadable file,
+    bad YAML); the empty path is the document itself, rendered `(document)`.
+    """
 
     def __init__(
-        self, source: str, message: str, *, field: str = "", line: int | None = None,
-        column: int | None = None,
+        self, source: str, message: str, *, field: FieldPath | None = None,
+        line: int | None = None, column: int | None = None,
     ) -> None:
         self.source = source
         self.message = message
@@ -97,8 +102,8 @@ class PolicyError(ValueError):
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        if self.field:
-            return f"{where}: {self.field}: {self.message}"
+        if self.field is not None:
+            return f"{where}: {self.field or '(document)'}: {self.message}"
         return f"{where}: {self.message}"
 
 

@@ -53,6 +53,10 @@ _SCALAR = (
     # A UID (lower-case hex in 8-4-4-4-12): a string in both versions, even when it
     # starts with digits, and in every object the apiserver returns.
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    # A Kubernetes quantity with a suffix (`80Gi`, `500m`, `1.5G`): a string in both
+    # versions (no 1.1 int or float pattern ends in a letter without an exponent), and
+    # in every ResourceSlice's capacities.
+    r"|[0-9]++(?:\.[0-9]++)?+(?:[KMGTPE]i|[numkMGTPE])"
     rf")(?=[ \t\n]|\Z){_TAIL}"
 )
 # A plain string: not a 1.1-only boolean, and never `: ` (that would be a mapping).

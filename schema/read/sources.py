@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple
 
-from draguard.schema.model.paths import Segment
+from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.read import blockyaml, jsondecode
 from draguard.schema.read.blockyaml import Head, Lines
 from draguard.schema.read.jsondecode import Nodes
@@ -324,7 +324,7 @@ def positions(chunk: Chunk) -> Positions | Nodes | None:
 
 def locate(
     chunk: Chunk, root: Positions | Lines | Nodes | None,
-    candidates: Sequence[Sequence[Segment]],
+    candidates: Sequence[FieldPath],
 ) -> Position:
     """Where the first candidate path that exists starts; else the deepest existing parent.
 
@@ -335,9 +335,9 @@ def locate(
         return Position(chunk.line + 1, chunk.column + 1, exact=False)
     walk = root.walk if isinstance(root, Lines | Nodes) else functools.partial(_walk, root)
     best: tuple[int, int, int] | None = None
-    for parts in candidates:
-        depth, line, column = walk(parts)
-        if depth == len(parts):
+    for path in candidates:
+        depth, line, column = walk(path.parts)
+        if depth == len(path):
             return _position(chunk, line, column, exact=True)
         if best is None or depth > best[0]:
             best = (depth, line, column)

@@ -33,72 +33,62 @@ _TEMPLATE_META_FIELDS = (
 _LABELS_AND_ANNOTATIONS = frozenset(("labels", "annotations"))
 
 
-def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> list[FieldError]:
-    """`ValidateObjectMeta` with a required namespace and a DNS-subdomain name (rule 1).
-
-    A list, as are the label and annotation checks: the webhook checks every claim's
-    metadata, nearly always finding nothing, and generators cost more than that.
-    """
-    errors: list[FieldError] = []
+def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> Iterator[FieldError]:
+    """`ValidateObjectMeta` with a required namespace and a DNS-subdomain name (rule 1)."""
     generate_name = meta.get("generateName", "")
     if generate_name:
         # A generateName prefix may end in '-' (apimachinery masks the trailing dash).
         masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
         if not formats.is_dns1123_subdomain(masked):
-            errors += [invalid(path.child("generateName"), generate_name, msg)
-                       for msg in formats.dns1123_subdomain_messages(masked)]
+            for msg in formats.dns1123_subdomain_messages(masked):
+                yield invalid(path.child("generateName"), generate_name, msg)
     name = meta.get("name", "")
     if not name:
         # On create the apiserver fills the name from generateName before validating.
         if not generate_name:
-            errors.append(required(path.child("name"), "name or generateName is required"))
+            yield required(path.child("name"), "name or generateName is required")
     elif not formats.is_dns1123_subdomain(name):
-        errors += [invalid(path.child("name"), name, msg)
-                   for msg in formats.dns1123_subdomain_messages(name)]
+        for msg in formats.dns1123_subdomain_messages(name):
+            yield invalid(path.child("name"), name, msg)
     namespace = meta.get("namespace", "")
     if not namespace:
-        errors.append(required(path.child("namespace")))
+        yield required(path.child("namespace"))
     elif not formats.is_dns1123_label(namespace):
-        errors += [invalid(path.child("namespace"), namespace, msg)
-                   for msg in formats.dns1123_label_messages(namespace)]
+        for msg in formats.dns1123_label_messages(namespace):
+            yield invalid(path.child("namespace"), namespace, msg)
     if meta.get("generation", 0) < 0:
-        errors.append(invalid(path.child("generation"), meta["generation"],
-                              "must be greater than or equal to 0"))
+        yield invalid(path.child("generation"), meta["generation"],
+                      "must be greater than or equal to 0")
     labels, annotations = meta.get("labels"), meta.get("annotations")
     if labels:  # absent or empty (the common cases) has nothing to check
-        errors += validate_labels(labels, path)
+        yield from validate_labels(labels, path)
     if annotations:
-        errors += validate_annotations(annotations, path)
-    return errors
+        yield from validate_annotations(annotations, path)
 
 
-def validate_labels(labels: dict[str, str], meta_path: FieldPath) -> list[FieldError]:
+def validate_labels(labels: dict[str, str], meta_path: FieldPath) -> Iterator[FieldError]:
     """Errors are reported at `<meta_path>.labels` itself, not per key, as upstream does
     (the path is built only for an error: nearly every label map has none)."""
-    errors: list[FieldError] = []
     for key, value in labels.items():
         if not formats.is_qualified_name(key):
-            errors += [invalid(meta_path.child("labels"), key, msg)
-                       for msg in formats.qualified_name_messages(key)]
+            for msg in formats.qualified_name_messages(key):
+                yield invalid(meta_path.child("labels"), key, msg)
         if not formats.is_label_value(value):
-            errors += [invalid(meta_path.child("labels"), value, msg)
-                       for msg in formats.label_value_messages(value)]
-    return errors
+            for msg in formats.label_value_messages(value):
+                yield invalid(meta_path.child("labels"), value, msg)
 
 
-def validate_annotations(annotations: dict[str, str], meta_path: FieldPath) -> list[FieldError]:
+def validate_annotations(annotations: dict[str, str], meta_path: FieldPath) -> Iterator[FieldError]:
     """Errors at `<meta_path>.annotations`, the path built only for an error."""
-    errors: list[FieldError] = []
     total = 0
     for key, value in annotations.items():
         lowered = key.lower()
         if not formats.is_qualified_name(lowered):
-            errors += [invalid(meta_path.child("annotations"), key, msg)
-                       for msg in formats.qualified_name_messages(lowered)]
+            for msg in formats.qualified_name_messages(lowered):
+                yield invalid(meta_path.child("annotations"), key, msg)
         total += _utf8_size(key) + _utf8_size(value)
     if total > TOTAL_ANNOTATION_SIZE:
-        errors.append(too_long(meta_path.child("annotations"), TOTAL_ANNOTATION_SIZE))
-    return errors
+        yield too_long(meta_path.child("annotations"), TOTAL_ANNOTATION_SIZE)
 
 
 def _utf8_size(text: str) -> int:

@@ -42,5 +42,5 @@ def test_errors_name_line_and_field(text: str, line: int, field: str, fragment: 
     """A bad clusterChecks entry is a PolicyError at its line, naming the field."""
     with pytest.raises(PolicyError) as caught:
         parse_policy(text)
-    assert (caught.value.line, caught.value.field) == (line, field)
+    assert (caught.value.line, str(caught.value.field)) == (line, field)
     assert fragment in caught.value.message

@@ -205,3 +205,34 @@ def test_bad_input_is_a_finding(tmp_path: Path, extra: str, expected: str) -> No
     code, err = _explain_with(tmp_path, extra)
     assert code == 0
     assert expected in err
+
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+
+
+def test_shared_device_results_carry_consumed_capacity() -> None:
+    """A share's result has consumedCapacity and a placeholder for the scheduler's random shareID."""
+    path = SCENARIOS / "consumable-capacity-multi-allocatable-device-with-range-policy-step.yaml"
+    code, document = run_json(str(path), "--kubernetes-version", "1.37")
+    assert code == 0
+    [pod] = document["pods"]
+    [node] = pod["nodes"]
+    [claim] = node["claims"]
+    assert claim["results"] == [{"request": "req-0", "driver": "driver-a", "pool": "pool-1",
+                                 "device": "device-1", "shareID": "<generated>",
+                                 "consumedCapacity": {"capacity-0": "4"}}]
+
+
+def test_shared_device_in_text() -> None:
+    """The text view says a device is shared and what the share consumes."""
+    path = SCENARIOS / "consumable-capacity-multi-allocatable-device-with-range-policy-step.yaml"
+    code, out, _ = run(str(path), "--kubernetes-version", "1.37", "--node", "node-1")
+    assert code == 0
+    assert "req-0: driver-a/pool-1/device-1 (shared, consumes capacity-0 4)" in out
+
+
+def test_lone_claim_with_a_scheduling_error_is_named() -> None:
+    """A claim explained alone is titled by its name even when no node was explained."""
+    code, out, _ = run(str(SCENARIOS / "unknown-class.yaml"), "--kubernetes-version", "1.36")
+    assert code == 1
+    assert "claim default/claim-0\n  scheduling error:" in out

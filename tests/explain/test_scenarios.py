@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from draguard.schema.cluster.allocator import Result
 from draguard.schema.cluster.inventory import read_inventory
+from draguard.schema.cluster.quantity import format_quantity
 from draguard.schema.explain import explain
 from draguard.schema.model.releases import release
 
@@ -46,11 +48,16 @@ def test_upstream_scenario(path: pathlib.Path) -> None:
     [node] = pod.nodes
     if "results" in expect:
         assert node.feasible, node.reason
-        got = {c.name: [f"{r.request} {r.driver}/{r.pool}/{r.device}" + " admin" * r.admin_access
-                        for r in c.results or ()]
-               for c in node.claims}
+        got = {c.name: [_result(r) for r in c.results or ()] for c in node.claims}
         assert got == expect["results"]
     else:
         assert node.feasible is expect["feasible"]
         if "reason" in expect:
             assert node.reason is not None and expect["reason"] in node.reason
+
+
+def _result(result: Result) -> str:
+    """`req driver/pool/device`, then ` admin`, or ` shared` and each `capacity=amount`."""
+    text = f"{result.request} {result.driver}/{result.pool}/{result.device}"
+    text += " admin" * result.admin_access + " shared" * result.shared
+    return text + "".join(f" {name}={format_quantity(v)}" for name, v in result.consumed)

@@ -16,7 +16,7 @@ from typing import Any
 from draguard.schema.advice.claims import Advice
 from draguard.schema.model.errors import ErrorType, FieldError
 from draguard.schema.model.options import Options
-from draguard.schema.model.paths import parse_path
+from draguard.schema.model.paths import FieldPath, MapKey, Segment
 from draguard.schema.validate import Verdict
 
 DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
@@ -38,3 +38,30 @@ def fake_validate(obj: Any, *, options: Options) -> Any:
         return Verdict(kind, api, meta.get("name"), namespace, shape, errors)
     warnings = tuple(Advice(parse_path(p), code, f"fake {code}") for code, p in obj["x-warnings"])
     return Verdict(kind, api, meta.get("name"), namespace, shape, errors, warnings=warnings)
+
+
+def parse_path(text: str) -> FieldPath:
+    """Parse the apiserver's rendering back into a path (`a.b[0][key].c`); tests only."""
+    parts: list[Segment] = []
+    i = 0
+    name = ""
+    while i < len(text):
+        ch = text[i]
+        if ch == ".":
+            if name:
+                parts.append(name)
+            name = ""
+        elif ch == "[":
+            if name:
+                parts.append(name)
+            name = ""
+            end = text.index("]", i)
+            inner = text[i + 1 : end]
+            parts.append(int(inner) if inner.isdigit() else MapKey(inner))
+            i = end
+        else:
+            name += ch
+        i += 1
+    if name:
+        parts.append(name)
+    return FieldPath(tuple(parts))

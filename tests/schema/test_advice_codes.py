@@ -1,9 +1,9 @@
 """`CODES` against what is emitted: every code fires on some document, nothing emits an unlisted one.
 
-Two views: the source (every `Advice(...)` in `schema/` names its code as a literal or
-through `FIELD_CODES`, and together they are exactly `CODES`) and behaviour (`draguard
-lint` and the mutation policy over the documents below emit every code, and lint over
-the corpus nothing outside `CODES`).
+Two views: the source (every `Advice(...)` in `schema/` and `webhook/` names its code as
+a literal or through `FIELD_CODES`, and together they are exactly `CODES`) and behaviour
+(`draguard lint`, the mutation policy and the webhook's review over the documents below
+emit every code, and lint over the corpus nothing outside `CODES`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import corpus
 import pytest
 import yaml
 
-from draguard.schema.advice.codes import CODES
+from draguard.schema.advice.codes import CODES, IGNORE_ANNOTATION, Advice
 from draguard.schema.advice.skew import FIELD_CODES
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.cluster.checks import CheckSettings, check_object, stale_advice
@@ -27,8 +27,11 @@ from draguard.schema.model.options import Options
 from draguard.schema.model.releases import release
 from draguard.schema.policy.file import parse_policy
 from draguard.schema.policy.mutation import mutate
+from draguard.webhook import review as webhook_review
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schema"
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = (ROOT / "schema", ROOT / "webhook")
+SCHEMA = ROOT / "schema"
 CLUSTER = Path(__file__).resolve().parents[1] / "cluster"
 
 
@@ -158,6 +161,7 @@ def test_every_code_is_emitted_by_some_document(tmp_path: Path) -> None:
         emitted |= lint_codes(tmp_path / str(k), argv, documents)
     for text, version, documents in MUTATIONS:
         emitted |= mutation_codes(text, version, documents)
+    emitted |= {code for code, _ in webhook_warnings(ignore="")}
     assert sorted(set(CODES) - emitted) == []
     assert sorted(emitted - set(CODES)) == []
 
@@ -169,9 +173,10 @@ def test_corpus_emits_only_listed_codes() -> None:
 
 
 def advice_codes_in_source() -> set[str]:
-    """The codes every `Advice(...)` call in schema/ names (literal, or a FIELD_CODES entry)."""
+    """The codes every `Advice(...)` call in schema/ and webhook/ names (literal, or a
+    FIELD_CODES entry)."""
     found: set[str] = set()
-    for path in sorted(SCHEMA.rglob("*.py")):
+    for path in sorted(p for folder in SOURCES for p in folder.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and _named(node.func, "Advice"):
                 found |= _code_of(node, path)
@@ -202,3 +207,55 @@ def _code_of(call: ast.Call, path: Path) -> set[str]:
 def test_source_codes_are_exactly_codes() -> None:
     """Statically, the codes `Advice(...)` calls name are exactly `CODES`."""
     assert sorted(advice_codes_in_source()) == sorted(CODES)
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
+
+
+def webhook_warnings(*, ignore: str) -> list[tuple[str, str]]:
+    """(code, text) of each warning the webhook gives about a review as a whole: a skipped
+    object, an internal error and a timeout in failure mode open, the object annotated
+    `draguard.io/ignore: <ignore>`."""
+    emitted: list[Advice] = []
+
+    def recording(item: Advice) -> str:
+        emitted.append(item)
+        return render(item)
+
+    render = webhook_review.render_advice
+    meta = {**POD["metadata"], "annotations": {IGNORE_ANNOTATION: ignore}}
+    obj = {**POD, "metadata": meta}
+    review = webhook_review.Review(uid="u", operation="CREATE", object=obj, namespace="ns")
+
+    def crash(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("boom")
+
+    answers = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(webhook_review, "render_advice", recording)
+        rules = webhook_review.RuleSet()
+        answers.append(webhook_review.answer_validate(review, rules=rules, failure_mode="open"))
+        crashing = webhook_review.RuleSet(create=crash)
+        answers.append(webhook_review.answer_validate(review, rules=crashing, failure_mode="open"))
+        answers.append(webhook_review.answer_timed_out(review, "open", 2.0))
+    texts = [w for a in answers for w in a.document["response"].get("warnings", [])]
+    assert texts == [render(item) for item in emitted]  # silenced advice is never rendered
+    return [(item.code, render(item)) for item in emitted]
+
+
+def test_webhook_review_warnings_keep_their_texts() -> None:
+    """The webhook's review-wide warnings carry codes and keep their texts (no field prefix)."""
+    assert webhook_warnings(ignore="") == [
+        ("not-checked", "draguard did not check Pod v1: Pod is not a DRA claim or template"),
+        ("failure-open-error", "draguard had an internal error and allowed the object "
+                               "unchecked (failure mode open)"),
+        ("failure-open-timeout", "draguard did not finish checking within 2 s and allowed "
+                                 "the object unchecked (failure mode open)"),
+    ]
+
+
+def test_annotation_silences_not_checked_but_never_failure_open() -> None:
+    """`draguard.io/ignore` silences `not-checked`; the failure-mode-open warnings stay."""
+    codes = [code for code, _ in webhook_warnings(
+        ignore="not-checked,failure-open-error,failure-open-timeout")]
+    assert codes == ["failure-open-error", "failure-open-timeout"]

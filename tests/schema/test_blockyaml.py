@@ -119,6 +119,8 @@ def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) ->
         "f:spec:\n  f:devices:\n    .: {}\n    f:requests: {}\n",
         'k:{"name":"gpu"}:\n  .: {}\n  f:count: {}\nv:"a": {}\ni:0: {}\n',
         "f: b\nf:a: 1\n", "uid: 00000000-5f3c-4e8f-a7b6-0123456789ab\nb: 9e8d7c6b-5a49-4382-a1b0-c9d8e7f6a5b4\n",
+        # quantities, as ResourceSlice capacities write them
+        "memory:\n  value: 80Gi\ncpu: 500m\nsize: 1.5G\nbig: 1E\nodd: 0777Ki\n",
     ],
 )
 def test_plain_block_texts_take_the_fast_path_and_agree(text: str) -> None:
@@ -131,7 +133,8 @@ _TRICKY = st.sampled_from(
     ["yes", "no", "on", "Off", "y", "n", "true", "null", "~", "0777", "1_000", "1:20",
      "1e3", "0o17", "0x1F", ".inf", "2020-01-01", "a: b", "a #b", "- a", "[a]", "{a}",
      "&a", "*a", "!a", "|", ">", "'", '"', "", " lead", "trail ", "é", "\t", "a\nb", "#",
-     "f:x", 'k:{"a":"b"}', ".", "00000000-5f3c-4e8f-a7b6-0123456789ab"]
+     "f:x", 'k:{"a":"b"}', ".", "00000000-5f3c-4e8f-a7b6-0123456789ab", "80Gi", "1.5E",
+     "1e3Ki", "0x1Fi"]
 )
 _KEYS = st.one_of(st.from_regex(r"[a-z][a-z0-9./-]{0,10}", fullmatch=True), _TRICKY)
 _SCALARS = st.one_of(

@@ -6,17 +6,24 @@ The expressions are the styles the Kubernetes DRA documentation and GPU drivers 
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from draguard.schema.cel import check
 from draguard.schema.cel.check import (
+    SelectorVerdict,
     analyse_selector,
     cache_info,
     check_selector,
     nesting_depth,
 )
+from draguard.schema.model.bounded import ByteBudgetCache
 from draguard.schema.model.errors import ErrorType
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import EXPRESSION_MAX, RELEASES
@@ -300,3 +307,86 @@ def test_nesting_between_the_two_parsers_limits_is_not_reported() -> None:
     expression = "(" * 40 + "device.driver == 1" + ")" * 40
     assert analyse_selector(expression, consumable_capacity=True).outcome == "unchecked"
     assert findings(expression) == []
+
+
+# --- compiled once per process, within a byte budget (issue 15 §2–3) ------------------------
+
+
+def _expensive(seed: int) -> str:
+    """A valid selector of about 3.9 KB: 80 comparisons, tens of milliseconds to check."""
+    return " || ".join(f'device.attributes["d{seed}.example.com"].a{j} == {j}' for j in range(80))
+
+
+class _CountingEnv:
+    def __init__(self, env: Any, calls: list[str]) -> None:
+        self._env, self._calls = env, calls
+
+    def compile(self, expression: str) -> Any:
+        self._calls.append(expression)
+        return self._env.compile(expression)
+
+
+@pytest.fixture
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every expression handed to the CEL compiler from now on."""
+    calls: list[str] = []
+    real = check.environment
+    monkeypatch.setattr(check, "environment", lambda flags: _CountingEnv(real(flags), calls))
+    return calls
+
+
+def test_same_expensive_selector_is_compiled_once(compiles: list[str]) -> None:
+    """The same expensive selector in 20 claims' checks reaches the compiler once."""
+    expression = _expensive(9001)
+    for index in range(20):
+        path = FieldPath.root("spec").index(index)
+        assert check_selector(expression, path, release=NEWEST) == []
+    assert compiles == [expression]
+
+
+def test_concurrent_checks_of_one_selector_compile_it_once(compiles: list[str]) -> None:
+    """Threads asking for the same uncached selector at once share one compilation."""
+    expression = _expensive(9002)
+    barrier = threading.Barrier(4)
+
+    def ask() -> list[Any]:
+        barrier.wait()
+        return check_selector(expression, PATH, release=NEWEST)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda _: ask(), range(4))) == [[]] * 4
+    assert compiles == [expression]
+
+
+EXPRESSIONS = st.one_of(
+    st.integers(0, 30).map(lambda n: f'device.attributes["a.example.com"].n{n} == {n}'),
+    st.integers(0, 30).map(_expensive),
+    st.integers(0, 30).map(lambda n: f"device.driver == {n} &&" * (n + 1)),  # invalid, long detail
+)
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.lists(EXPRESSIONS, min_size=1, max_size=40))
+def test_verdict_cache_stays_within_its_byte_budget(expressions: list[str]) -> None:
+    """Whatever expressions arrive, the verdict cache never holds more than its budget."""
+    small: ByteBudgetCache[tuple[str, bool], SelectorVerdict] = ByteBudgetCache(20_000)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(check, "_VERDICTS", small)
+        for expression in expressions:
+            check_selector(expression, PATH, release=NEWEST)
+            assert small.info().bytes <= 20_000
+        assert small.info().entries >= 1
+
+
+def test_uncached_chars_counts_only_expressions_not_yet_compiled() -> None:
+    """Every `expression` string anywhere counts until its verdict is cached."""
+    new, seen = _expensive(9101), 'device.driver == "counted.example.com"'
+    check_selector(seen, PATH, release=NEWEST)
+    flags = NEWEST.consumable_capacity
+    document = {"spec": {"devices": {"requests": [
+        {"exactly": {"selectors": [{"cel": {"expression": new}}, {"cel": {"expression": seen}}]}},
+        {"firstAvailable": [{"selectors": [{"cel": {"expression": new}}]}]}]}}}
+    assert check.uncached_chars(document, consumable_capacity=flags, limit=10**6) == 2 * len(new)
+    assert check.uncached_chars(document, consumable_capacity=flags, limit=10) == len(new)
+    check_selector(new, PATH, release=NEWEST)
+    assert check.uncached_chars(document, consumable_capacity=flags, limit=10**6) == 0

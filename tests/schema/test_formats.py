@@ -54,3 +54,18 @@ def test_predicates_agree_with_messages_on_every_short_string() -> None:
 def test_predicates_agree_with_messages(value: str) -> None:
     _agree(value)
 
+
+
+def test_predicate_caches_hold_only_short_values() -> None:
+    """Values beyond a format's length limit are refused before its cache sees them."""
+    cached = (formats._is_dns1123_label, formats._is_qualified_name, formats._is_label_value)
+    for cache in cached:
+        cache.cache_clear()
+    for index in range(20):
+        long = f"a{index}" + "b" * 100_000
+        assert not formats.is_dns1123_label(long)
+        assert not formats.is_qualified_name(long)
+        assert not formats.is_qualified_name(f"{long}.example.com/name")
+        assert not formats.is_label_value(long)
+    assert formats.is_qualified_name("gpu.example.com/" + "n" * 63)
+    assert [cache.cache_info().currsize for cache in cached] == [0, 1, 0]

@@ -209,3 +209,15 @@ def test_memo_is_bounded_in_bytes() -> None:
         memo.put((entry + str(n).encode(), None), object())  # type: ignore[arg-type]
         assert memo._bytes <= _SpecMemo.MAX_BYTES and memo._entries
     assert _MEMO is not memo
+
+
+def test_options_with_huge_namespaces_are_not_remembered() -> None:
+    """Options carrying a namespace longer than a DNS label are keyed, never held."""
+    from draguard.schema.validate import _MEMO
+
+    before = len(_MEMO._options_keys)
+    for index in range(5):
+        options = Options(default_namespace=f"{index}" + "n" * 100_000, remember_specs=True)
+        validate_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                         "metadata": {"name": "c"}, "spec": SPEC}, options=options)
+    assert len(_MEMO._options_keys) <= before

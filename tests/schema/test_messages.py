@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lint_fakes import parse_path
 
 from draguard.schema.model.errors import aggregate_message, go_quote, invalid, required
-from draguard.schema.model.paths import FieldPath, parse_path
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.validate import validate_object
 
 

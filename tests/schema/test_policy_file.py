@@ -213,7 +213,7 @@ def test_invalid_policy_names_file_line_and_field(text: str, line: int, field: s
     with pytest.raises(PolicyError) as caught:
         parse_policy(text, source="policy.yaml")
     error = caught.value
-    assert (error.source, error.line, error.field) == ("policy.yaml", line, field)
+    assert (error.source, error.line, str(error.field)) == ("policy.yaml", line, field)
     assert fragment in error.message
 
 

@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from lint_fakes import parse_path
 
 from draguard.schema.report import (
     REPORTERS,
@@ -16,10 +17,10 @@ from draguard.schema.report import (
     render,
 )
 
-DUP = Finding("spec.devices.requests[0].firstAvailable[1]", "Duplicate", 'Duplicate value: "a"', 12, 9)
-REF = Finding("spec.devices.constraints[0].requests[0]", "Invalid",
+DUP = Finding(parse_path("spec.devices.requests[0].firstAvailable[1]"), "Duplicate", 'Duplicate value: "a"', 12, 9)
+REF = Finding(parse_path("spec.devices.constraints[0].requests[0]"), "Invalid",
               'Invalid value: "gpu/x": must be the name of a request', 16, 18)
-WARN = LintWarning("spec.devices.config[0].requests[0]", "parent-reference", "names a parent", 20, 9)
+WARN = LintWarning(parse_path("spec.devices.config[0].requests[0]"), "parent-reference", "names a parent", 20, 9)
 
 
 def _report(disabled: frozenset[str] = frozenset()) -> Report:
@@ -54,7 +55,7 @@ def test_json_optional_keys_appear_only_when_used() -> None:
     results = json.loads(render(_report(), "json"))["results"]
     assert [("warnings" in r, "item" in r) for r in results] == [
         (False, False), (True, False), (False, True)]
-    assert results[1]["warnings"] == [{"field": WARN.field, "code": "parent-reference",
+    assert results[1]["warnings"] == [{"field": str(WARN.field), "code": "parent-reference",
                                        "message": "names a parent", "line": 20, "column": 9}]
     assert results[2]["item"] == 2 and list(results[2])[:3] == ["file", "document", "item"]
 
@@ -76,7 +77,7 @@ def test_text_without_field() -> None:
     """A document-level finding (empty field) prints without an empty field column."""
     report = Report()
     report.add(DocumentResult("a.yaml", 0, None, None, None, None,
-                              (Finding("", "Malformed", "Malformed value: x", 3, 1),)))
+                              (Finding(parse_path(""), "Malformed", "Malformed value: x", 3, 1),)))
     assert render(report, "text").splitlines()[0] == "a.yaml:3:1: Malformed value: x"
 
 
@@ -101,7 +102,7 @@ def test_junit_survives_control_characters() -> None:
     """Characters XML cannot carry are replaced, so the output always parses."""
     report = Report()
     report.add(DocumentResult("a\x01.yaml", 0, None, None, "n\x07", None,
-                              (Finding("", "Malformed", "Malformed value: \x1b[0m", 1, 1),)))
+                              (Finding(parse_path(""), "Malformed", "Malformed value: \x1b[0m", 1, 1),)))
     root = ET.fromstring(render(report, "junit"))
     assert root.find("testsuite").get("name") == "a\ufffd.yaml"  # type: ignore[union-attr]
 

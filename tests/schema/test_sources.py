@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from draguard.schema.model.paths import FieldPath
 from draguard.schema.read.offsets import LineIndex
 from draguard.schema.read.sources import (
     STDIN_NAME,
@@ -194,7 +195,7 @@ def test_locate(path: tuple[str | int, ...], expected: Position) -> None:
     """A path is found at its key (map) or item (list), else at its deepest existing parent."""
     chunk = _yaml("x: 1\n---\n" + CLAIM)[1]
     shifted = Position(expected.line + 2, expected.column, expected.exact)
-    assert locate(chunk, positions(chunk), [path]) == shifted
+    assert locate(chunk, positions(chunk), [FieldPath(path)]) == shifted
 
 
 def test_locate_prefers_the_first_complete_candidate() -> None:
@@ -202,15 +203,16 @@ def test_locate_prefers_the_first_complete_candidate() -> None:
     chunk = _yaml(CLAIM)[0]
     root = positions(chunk)
     missing = ("spec", "nope")
-    assert locate(chunk, root, [missing, ("kind",)]) == Position(3, 1)
-    assert locate(chunk, root, [missing, ("spec", "devices", "x")]) == Position(5, 3, exact=False)
+    assert locate(chunk, root, [FieldPath(missing), FieldPath(("kind",))]) == Position(3, 1)
+    partial = FieldPath(("spec", "devices", "x"))
+    assert locate(chunk, root, [FieldPath(missing), partial]) == Position(5, 3, exact=False)
 
 
 def test_locate_in_json_value_that_starts_mid_line() -> None:
     """Columns in a JSON value that does not start a line are counted from the line start."""
     chunks = split_documents(Source("f.json", '{"a": 1} {"b": {"c": [1, 2]}}', "json"))
     chunk = chunks[1]
-    assert locate(chunk, positions(chunk), [("b", "c", 1)]) == Position(1, 26)
+    assert locate(chunk, positions(chunk), [FieldPath(("b", "c", 1))]) == Position(1, 26)
 
 
 # --- inputs ------------------------------------------------------------------------
@@ -250,9 +252,9 @@ def test_yaml_positions_come_with_the_value() -> None:
     parsed = parse(chunk)
     assert isinstance(parsed, Parsed)
     assert parsed.value == {"a": {"b": 1}, "list": [{"b": 1}, {"c": 2}]}
-    assert locate(chunk, parsed.positions, [("list", 0)]) == Position(3, 3)
-    assert locate(chunk, parsed.positions, [("list", 0, "b")]) == Position(1, 8)
-    assert locate(chunk, parsed.positions, [("list", 1, "c")]) == Position(4, 4)
+    assert locate(chunk, parsed.positions, [FieldPath(("list", 0))]) == Position(3, 3)
+    assert locate(chunk, parsed.positions, [FieldPath(("list", 0, "b"))]) == Position(1, 8)
+    assert locate(chunk, parsed.positions, [FieldPath(("list", 1, "c"))]) == Position(4, 4)
 
 
 def test_json_positions_are_read_on_request() -> None:
@@ -260,7 +262,7 @@ def test_json_positions_are_read_on_request() -> None:
     chunk = split_documents(Source("f.json", '{"a": {"b": [1, 2]}}', "json"))[0]
     parsed = parse(chunk)
     assert isinstance(parsed, Parsed) and parsed.positions is None
-    assert locate(chunk, positions(chunk), [("a", "b", 1)]) == Position(1, 17)
+    assert locate(chunk, positions(chunk), [FieldPath(("a", "b", 1))]) == Position(1, 17)
 
 
 # --- linear work --------------------------------------------------------------------

@@ -15,7 +15,12 @@ from draguard.schema.validate import Verdict, validate_object
 from draguard.webhook.app import create_app
 from draguard.webhook.config import Config, ConfigError, parse_config
 from draguard.webhook.review import RuleSet
-from draguard.webhook.serving.deadline import ThreadRunner
+from draguard.webhook.serving.deadline import (
+    HEAVY_BODY_BYTES,
+    HEAVY_CEL_CHARS,
+    HEAVY_NICE,
+    ThreadRunner,
+)
 
 STOP_BOUND = 30.0  # only ends a loop that would otherwise hang the suite
 
@@ -110,3 +115,106 @@ def test_timeouts_from_flags_and_environment() -> None:
     config = parse_config(["--review-timeout", "0.5"], environ={"DRAGUARD_READ_TIMEOUT": "3"})
     assert (config.review_timeout, config.read_timeout) == (0.5, 3.0)
     assert (Config().review_timeout, Config().read_timeout) == (1.0, 10.0)
+
+
+# --- heavy reviews: one thread of lower priority per worker (issue 15 §2) -------------------
+
+
+def test_heavy_reviews_run_one_at_a_time_beside_light_ones() -> None:
+    """While one heavy review runs, another heavy one waits (and past its deadline never
+    starts), and a light one runs at once on the other threads."""
+    runner = ThreadRunner(2)
+    release, running, second = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> str:
+        running.set()
+        release.wait(STOP_BOUND)
+        return "first"
+
+    holder = threading.Thread(target=runner.run, args=(first, STOP_BOUND), kwargs={"heavy": True})
+    holder.start()
+    assert running.wait(STOP_BOUND)
+    assert runner.run(second.set, 0.05, heavy=True) == (False, None)
+    assert runner.run(lambda: "light", STOP_BOUND) == (True, "light")
+    release.set()
+    holder.join()
+    assert runner.run(lambda: "again", STOP_BOUND, heavy=True) == (True, "again")
+    assert not second.is_set()
+
+
+def test_heavy_reviews_run_at_a_lower_cpu_priority() -> None:
+    """The heavy thread's nice value is above that of the light threads."""
+    import os
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    runner = ThreadRunner(1)
+    light = runner.run(niceness, STOP_BOUND)[1]
+    heavy = runner.run(niceness, STOP_BOUND, heavy=True)[1]
+    assert light is not None and heavy is not None
+    assert heavy == min(19, light + HEAVY_NICE)
+
+
+class RecordingRunner(ThreadRunner):
+    """A ThreadRunner that remembers whether each call was heavy."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.heavy: list[bool] = []
+
+    def run(self, call: Any, seconds: float, *, heavy: bool = False) -> Any:
+        self.heavy.append(heavy)
+        return super().run(call, seconds, heavy=heavy)
+
+
+def test_reviews_with_large_bodies_are_heavy() -> None:
+    """A review whose body is larger than HEAVY_BODY_BYTES runs as heavy, a small one not."""
+    app = create_app(Config(), tls=False)
+    runner = RecordingRunner()
+    app.extensions["draguard"].runner = runner
+    client = app.test_client()
+    small = admission("small")
+    large = json.loads(small)
+    large["request"]["object"]["metadata"]["annotations"] = {"pad": "x" * HEAVY_BODY_BYTES}
+    for body in (small, json.dumps(large).encode()):
+        reply = client.post("/validate", data=body, content_type="application/json")
+        assert reply.status_code == 200
+    assert runner.heavy == [False, True]
+
+
+def test_reviews_with_much_new_cel_are_heavy_until_compiled() -> None:
+    """A small review with more uncompiled CEL than HEAVY_CEL_CHARS is heavy; once its
+    selectors are compiled (cached) the same review is light."""
+    app = create_app(Config(), tls=False)
+    runner = RecordingRunner()
+    app.extensions["draguard"].runner = runner
+    client = app.test_client()
+    doc = json.loads(admission("cel"))
+    expression = " || ".join(f'device.attributes["heavy.example.com"].a{j} == {j}'
+                             for j in range(60))
+    assert len(expression) > HEAVY_CEL_CHARS
+    doc["request"]["object"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"expression": expression}}]
+    body = json.dumps(doc).encode()
+    assert len(body) < HEAVY_BODY_BYTES
+    for _ in range(2):
+        reply = client.post("/validate", data=body, content_type="application/json")
+        assert reply.get_json()["response"]["allowed"] is True
+    assert runner.heavy == [True, False]
+
+
+def test_escaped_expression_keys_still_count() -> None:
+    """A key spelled with JSON escapes is the same key: its CEL still makes the review heavy."""
+    app = create_app(Config(), tls=False)
+    runner = RecordingRunner()
+    app.extensions["draguard"].runner = runner
+    doc = json.loads(admission("escaped"))
+    expression = " || ".join(f'device.attributes["escaped.example.com"].a{j} == {j}'
+                             for j in range(60))
+    doc["request"]["object"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"EXPRESSION_KEY": expression}}]
+    body = json.dumps(doc).encode().replace(b"EXPRESSION_KEY", b"\\u0065xpression")
+    reply = app.test_client().post("/validate", data=body, content_type="application/json")
+    assert reply.status_code == 200
+    assert runner.heavy == [True]

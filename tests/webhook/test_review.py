@@ -358,10 +358,10 @@ def test_warnings_follow_each_claims_own_spec_and_annotations() -> None:
 
 
 def test_options_follow_each_reviews_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Options are kept per namespace, and a full cache starts again without mixing them."""
+    """Options are kept per namespace, and a full cache drops old ones without mixing them."""
     from draguard.webhook import review as review_module
 
-    monkeypatch.setattr(review_module, "_MAX_NAMESPACES", 2)
+    monkeypatch.setattr(review_module, "OPTIONS_CACHE_BYTES", 1500)
     rules = RuleSet(release=release("1.34"))
     for namespace in ("a", "b", "c", "a", None, "b"):
         review = parse_review(encode(review_doc(namespace=namespace)))
@@ -369,3 +369,38 @@ def test_options_follow_each_reviews_namespace(monkeypatch: pytest.MonkeyPatch) 
         assert (options.default_namespace, options.release) == (namespace, release("1.34"))
         assert options.remember_specs
     assert len(rules._options) <= 2
+
+
+def test_options_cache_stays_within_its_byte_budget() -> None:
+    """Namespaces of 100,000 characters each never grow the options cache past its budget."""
+    from draguard.webhook.review import OPTIONS_CACHE_BYTES
+
+    rules = RuleSet(release=release("1.34"))
+    for index in range(30):
+        namespace = f"{index:03}" + "n" * 100_000
+        assert rules.options(Review("u", "CREATE", {}, namespace=namespace)).default_namespace \
+            == namespace
+        assert rules._options.info().bytes <= OPTIONS_CACHE_BYTES
+    assert len(rules._options) < 30
+
+
+def _advice(count: int, length: int) -> tuple[Advice, ...]:
+    path = FieldPath.root("spec", "devices")
+    return tuple(Advice(path.index(i), "alternative-counts-differ", "w" * length)
+                 for i in range(count))
+
+
+@pytest.mark.parametrize(("advice", "kept"), [
+    pytest.param(_advice(2, 100), True, id="small-warnings-kept"),
+    pytest.param(_advice(40, 250), False, id="large-warnings-rendered-again"),
+])
+def test_rendered_warnings_are_kept_only_when_small(advice: tuple[Advice, ...],
+                                                    kept: bool) -> None:
+    """A verdict keeps its rendered warnings only within WARNINGS_CACHE_MAX bytes."""
+    from draguard.webhook.review import _WARNINGS, WARNINGS_CACHE_MAX, _warnings
+
+    verdict = StubRules(advice=advice).verdict(CLAIM)
+    rendered = _warnings(Review("u", "CREATE", CLAIM), verdict)
+    assert rendered
+    assert (_WARNINGS in verdict.derived) is kept
+    assert sum(len(w) for w in verdict.derived.get(_WARNINGS, ())) <= WARNINGS_CACHE_MAX

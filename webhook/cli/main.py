@@ -12,6 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from draguard.schema.cli.frame import quiet, write
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("draguard.schema.cli.lint", "validate DRA claims and templates like the apiserver"),
     "convert": ("draguard.schema.cli.convert", "convert claims between v1beta1, v1beta2, v1, parallel, nested"),
@@ -53,13 +55,34 @@ def program_name() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run one command; a reader that goes away (`draguard … | head -1`) gives no traceback.
+
+    Output written through `frame.write` (and argparse's help, which ignores write
+    errors) stops quietly and the command's own exit code is kept; a command that the
+    closed pipe stops part-way exits 141, what a shell reports for a tool ended by
+    SIGPIPE (`yes | head`).
+    """
+    if sys.stdout is None:  # started with stdout closed (`draguard … >&-`)
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives until exit)
+    try:
+        status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        quiet()
+        return 141
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        quiet()
+    return status
+
+
+def _dispatch(args: list[str]) -> int:
     prog = program_name()
     if not args or args[0] in ("-h", "--help", "help"):
-        print(usage(prog))
+        write(sys.stdout, usage(prog) + "\n")
         return 0 if args else 2
     if args[0] in ("-V", "--version", "version"):
-        print(f"draguard {version()}")
+        write(sys.stdout, f"draguard {version()}\n")
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:

@@ -14,6 +14,7 @@ sends an example AdmissionReview. The bundle itself is printed only on request
                    [--workers N] [--threads N] [--keepalive SECONDS]
                    [--cluster-view [--kubeconfig FILE]]
                    [--metrics-dir DIR] [--log-level LEVEL]
+                   [--metrics-port PORT [--metrics-host ADDR]]
 """
 
 from __future__ import annotations

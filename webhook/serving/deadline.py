@@ -8,6 +8,21 @@ sent `ReviewDeadline` with `PyThreadState_SetAsyncExc` (CPython's documented C A
 which lands at its next Python instruction (a C call such as one CEL compilation
 finishes first). A review still queued when its time is up never starts.
 
+Heavy reviews, one at a time (issue 15 §2, bench/RESULTS.md): threads share the
+worker's GIL, so a few reviews burning CPU (a claim of hundreds of distinct 4 KB CEL
+selectors takes seconds) starve the worker's other requests, and the greenlets that
+read and write every connection with them. A review's work grows with its body, so a
+review whose body is larger than `HEAVY_BODY_BYTES` (ten times a large real claim), or
+that holds more than `HEAVY_CEL_CHARS` of CEL this worker has not compiled yet (the
+costliest part per byte), first waits for the worker's single heavy thread, within the
+same deadline: the worker's other threads stay free for the
+small reviews that make up the traffic, and heavy ones past the deadline are answered
+by the failure mode without running. The heavy thread has a lower CPU priority (a
+higher nice value), so that on busy cores the kernel runs the others first.
+`SWITCH_INTERVAL` is how long a thread may keep the GIL while another waits (CPython's
+default is 5 ms): shorter, so that the greenlets serving connections get it back
+quickly from a heavy review.
+
 Two pools with one interface: `GeventRunner` in gunicorn's gevent workers (the
 request's greenlet waits on gevent's native-thread pool, so the worker keeps serving
 other connections meanwhile), `ThreadRunner` elsewhere (the Flask test client, tests).
@@ -15,7 +30,10 @@ other connections meanwhile), `ThreadRunner` elsewhere (the Flask test client, t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +41,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+
+HEAVY_BODY_BYTES = 16 * 1024
+HEAVY_CEL_CHARS = 2048  # CEL not compiled yet in this worker: about 7 ms of CPU
+HEAVY_SLOTS = 1
+HEAVY_NICE = 10  # added to the heavy threads' nice value (at most 19)
+SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval)
 
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
@@ -71,9 +95,22 @@ class Job(Generic[T]):
 
 
 class Runner(Protocol):
-    def run(self, call: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
-        """(True, result) when `call` finished within `seconds`, else (False, None)."""
+    def run(self, call: Callable[[], T], seconds: float, *,
+            heavy: bool = False) -> tuple[bool, T | None]:
+        """(True, result) when `call` finished within `seconds`, else (False, None);
+        a `heavy` call runs on one of `HEAVY_SLOTS` threads of lower priority."""
         ...
+
+
+def _lower_priority() -> None:
+    """Give this thread a lower CPU priority (Linux nice is per thread): when the cores
+    are busy, the kernel runs the worker's other threads first. Once per thread; an
+    unprivileged thread cannot raise its priority again, and needs not to."""
+    # Not Linux, or not permitted: the priority stays unchanged.
+    with contextlib.suppress(AttributeError, OSError):
+        thread = threading.get_native_id()
+        niceness = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + HEAVY_NICE))
 
 
 class ThreadRunner:
@@ -81,10 +118,13 @@ class ThreadRunner:
 
     def __init__(self, threads: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="review")
+        self._heavy = ThreadPoolExecutor(max_workers=HEAVY_SLOTS, thread_name_prefix="heavy",
+                                         initializer=_lower_priority)
 
-    def run(self, call: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
+    def run(self, call: Callable[[], T], seconds: float, *,
+            heavy: bool = False) -> tuple[bool, T | None]:
         job = Job(call)
-        future = self._pool.submit(job.run)
+        future = (self._heavy if heavy else self._pool).submit(job.run)
         try:
             return True, future.result(timeout=seconds)
         except FutureTimeout:
@@ -97,17 +137,23 @@ class GeventRunner:
 
     def __init__(self, threads: int) -> None:
         import gevent
+        from gevent.threadpool import ThreadPool
 
         self._timeout = gevent.Timeout
         self._pool = gevent.get_hub().threadpool
         self._pool.maxsize = threads
+        self._heavy = ThreadPool(HEAVY_SLOTS)
+        sys.setswitchinterval(SWITCH_INTERVAL)
 
-    def run(self, call: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
+    def run(self, call: Callable[[], T], seconds: float, *,
+            heavy: bool = False) -> tuple[bool, T | None]:
         job = Job(call)
         # One timer for the wait for a free thread and for the review itself.
         timer = self._timeout(seconds)
         timer.start()
         try:
+            if heavy:
+                return True, self._heavy.spawn(_heavy_run, job).get()
             return True, self._pool.spawn(job.run).get()
         except self._timeout as exc:
             if exc is not timer:
@@ -116,6 +162,16 @@ class GeventRunner:
             return False, None
         finally:
             timer.close()
+
+
+def _heavy_run(job: Job[T]) -> T | None:
+    if not getattr(_heavy_thread, "lowered", False):
+        _lower_priority()
+        _heavy_thread.lowered = True
+    return job.run()
+
+
+_heavy_thread = threading.local()
 
 
 def runner_for(threads: int) -> Runner:

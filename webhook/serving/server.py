@@ -17,7 +17,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from draguard.webhook.config import Config
-from draguard.webhook.serving import laststate, metricsdir
+from draguard.webhook.serving import laststate, metricsdir, probeport
 from draguard.webhook.serving.worker import deadline_context, worker_class
 
 # Connections per worker (gunicorn's default): a greenlet and TLS buffers each.
@@ -52,6 +52,7 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
         # servers on a host (tests, bench, a sidecar) would fight over it.
         "control_socket_disable": True,
     }
+    settings.update(probeport.hooks(config))
     settings.update(config.extra)
     return settings
 
