@@ -543,7 +543,9 @@ def cluster_check(
     Denials become errors (type Forbidden, the code in the message), warnings keep
     their code; both are placed in the user's file as the rule findings are.
     """
-    claim_docs = {(r.file, r.document) for r in results if r.kind in KINDS and not r.skipped}
+    # Only claims the apiserver would accept: a refused one never reaches the cluster.
+    claim_docs = {(r.file, r.document) for r in results
+                  if r.kind in KINDS and not r.skipped and not r.errors}
     if not claim_docs:
         return results
     from draguard.schema.cluster.checks import check_object  # CEL and the client: only here
@@ -555,7 +557,8 @@ def cluster_check(
             continue
         for located, item, prefix, obj in _objects(chunk):
             k = by_key.get((chunk.file, chunk.index, item))
-            if k is None or out[k].kind not in KINDS or not isinstance(obj, dict):
+            if (k is None or out[k].kind not in KINDS or out[k].errors or out[k].skipped
+                    or not isinstance(obj, dict)):
                 continue
             try:
                 verdict = check_object(obj, facts, settings, options=options)

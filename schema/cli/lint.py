@@ -122,9 +122,6 @@ def main(
     chunks, unreadable = _read_all(args.paths, stdin)
     for bad in unreadable:
         err.write(f"draguard lint: cannot read {bad.name}: {bad.reason}\n")
-    if args.verbose and options.namespace_labels is None:
-        err.write("draguard lint: admin-access namespace check skipped: "
-                  "no --namespace-labels given\n")
 
     cluster = _read_cluster(args)
     if isinstance(cluster, str):
@@ -142,6 +139,9 @@ def main(
         err.write("draguard lint: a worker process died; try again without --jobs\n")
         return EXIT_USAGE
     facts = lint.add_input_namespaces(chunks, results, cluster.facts if cluster else None)
+    if args.verbose and options.namespace_labels is None and facts is None:
+        err.write("draguard lint: admin-access namespace check skipped: no --namespace-labels, "
+                  "Namespace among the inputs or cluster objects given\n")
     if facts is not None:
         results = lint.cluster_check(chunks, results, facts=facts,
                                      settings=cluster_settings(options), options=options)

@@ -19,6 +19,7 @@ from typing import Any
 from draguard.schema.advice.codes import Advice, ignored_codes
 from draguard.schema.cel.environment import EnvFlags, environment
 from draguard.schema.cel.syntax import Node, decode_checked
+from draguard.schema.cluster import selectors
 from draguard.schema.cluster.facts import (
     ClusterFacts,
     DeviceKind,
@@ -118,8 +119,10 @@ class _Scope:
         if "DeviceClass" not in snapshot.loaded:
             return
         if device_class not in snapshot.classes:
-            # Scheduler plugin dynamicresources (validateDeviceClass / allocator): the
-            # Pod is refused as a whole, whichever alternative would have fit.
+            # dynamic-resource-allocation structured/internal/stable/allocator_stable.go
+            # `Allocate`: `validateDeviceRequest` runs for every subrequest before the
+            # search and its error (the class lookup among them) fails the whole claim,
+            # so the Pod is refused whichever alternative would have fit.
             yield Advice(path.child("deviceClassName"), "class-missing",
                          f"request {name}: device class {device_class} does not exist; the "
                          "scheduler refuses the whole Pod, even when another alternative fits")
@@ -174,6 +177,8 @@ class _Scope:
         what = f"device class {device_class}" + (" with these selectors" if expressions else "")
         if not found.exact:  # some devices were not evaluated (facts.MAX_KINDS): no guess
             return
+        if any(selectors.compile_error(e, consumable_capacity=True) for e in expressions):
+            return  # the rules report a selector that does not compile
         if found.total == 0:
             yield Advice(path, "alternative-unsatisfiable",
                          f"request {name}: no device of {what} in the cluster; this alternative "
@@ -191,11 +196,11 @@ class _Scope:
     def _admin_access(self, devices: dict[str, Any], requests_path: FieldPath) -> Iterator[Advice]:
         """§3.7: adminAccess needs the namespace label; the first such request is reported.
 
-        Upstream pkg/apis/resource/validation/validation.go `validateDeviceRequest`
-        (AdminAccess with the namespace's `resource.kubernetes.io/admin-access` label
-        through `adminaccess` in pkg/registry/resource/resourceclaim/strategy.go);
-        the apiserver checks this only when the namespace is at hand, which is what
-        the cluster view supplies.
+        Upstream pkg/registry/resource/resourceclaim/strategy.go `Validate` calls
+        `resourceutils.AuthorizedForAdmin(ctx, claim.Spec.Devices.Requests,
+        claim.Namespace, s.nsClient)` (pkg/registry/resource) on create only
+        (`ValidateUpdate`: "the spec is immutable"); the apiserver reads the Namespace
+        itself, the cluster view lets lint and the webhook say it first.
         """
         release = self.options.release
         labels = self.snapshot.namespaces.get(self.namespace)
@@ -215,7 +220,17 @@ class _Scope:
         quotas = self.snapshot.quotas.get(self.namespace)
         if not quotas:
             return
-        claim = Claim(self.namespace, "", devices, None)
+        # claim_charge reads mappings only: leave out what the rules already refuse.
+        requests: list[dict[str, Any]] = []
+        for request in devices.get("requests") or []:
+            if not isinstance(request, dict):
+                continue
+            listed = request.get("firstAvailable")
+            listed = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
+            exactly = request.get("exactly")
+            requests.append({"firstAvailable": listed} if listed else
+                            {"exactly": exactly if isinstance(exactly, dict) else {}})
+        claim = Claim(self.namespace, "", {"requests": requests}, None)
         for verdict in check_quotas(self.namespace, [claim], quotas):
             if verdict.refused:
                 yield Advice(requests_path, "quota-exceeded",
@@ -233,6 +248,9 @@ def _expressions(alternative: Mapping[str, Any]) -> list[tuple[int, str]]:
     return out
 
 
+_CACHE_MAX = 4096
+
+
 def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str, ...]) -> Offer:
     """The offer for a class and selectors, once per snapshot (readers may race: same value)."""
     key = ("offer", device_class, expressions)
@@ -243,6 +261,8 @@ def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str
             kinds = frozenset(k for k in kinds_of_class(snapshot, device_class)
                               if k.matches(expressions))
         found = offer(snapshot, kinds, device_class)
+        if len(snapshot.cache) >= _CACHE_MAX:  # distinct selectors without end: start again
+            snapshot.cache.clear()
         snapshot.cache[key] = found
     return found
 

@@ -114,7 +114,8 @@ class DeviceKind:
         """Whether every expression is true for this kind (a runtime error is no match)."""
         return all(selectors.evaluate(e, driver=self.driver, attributes=self.attributes,
                                       capacity=self.capacity,
-                                      allow_multiple=self.allow_multiple).matches
+                                      allow_multiple=self.allow_multiple,
+                                      consumable_capacity=True).matches
                    for e in expressions)
 
 

@@ -229,3 +229,21 @@ def test_input_is_not_changed() -> None:
     before = copy.deepcopy(claim)
     found(claim)
     assert claim == before
+
+
+@pytest.mark.parametrize("devices", [
+    pytest.param({"requests": "x"}, id="requests-not-a-list"),
+    pytest.param({"requests": [1, {"name": "a", "firstAvailable": ["x", {"deviceClassName": 3}]}]},
+                 id="items-not-mappings"),
+    pytest.param({"requests": [{"name": "b", "exactly": {"deviceClassName": GPU, "count": "2",
+                                                         "selectors": "x"}}]},
+                 id="wrong-types"),
+    pytest.param({"requests": [{"name": "b", "exactly": {
+        "deviceClassName": GPU, "selectors": [{"cel": {"expression": "device.attributes["}}]}}]},
+                 id="selector-does-not-compile"),
+])
+def test_malformed_claims_give_nothing(devices: dict[str, Any]) -> None:
+    """What the rules refuse gives no cluster finding and no exception."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "team"}, "spec": {"devices": devices}}
+    assert found(claim) == []

@@ -203,3 +203,29 @@ def test_past_max_kinds_counts_stay_selectors_do_not_guess(monkeypatch: Any) -> 
     for n in range(10):
         facts.apply("ResourceSlice", "DELETED", unique[n])
     assert not facts.problems() and offer(facts.snapshot(), None, "a").total == 0
+
+
+def test_readers_never_see_half_an_update() -> None:
+    """While another thread replaces a slice again and again, readers see the old or the new
+    devices, never the moment between taking the old out and putting the new in."""
+    import threading
+
+    small = resource_slice("s", "d1", "n0", [{"name": f"x{i}"} for i in range(4)])
+    large = resource_slice("s", "d1", "n0", [{"name": f"x{i}"} for i in range(8)])
+    facts = facts_from_objects([device_class("a", "true"), small])
+    stop = threading.Event()
+
+    def write() -> None:
+        k = 0
+        while not stop.is_set():
+            facts.apply("ResourceSlice", "MODIFIED", large if k % 2 else small)
+            k += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        seen = {offer(facts.snapshot(), None, "a").total for _ in range(2000)}
+    finally:
+        stop.set()
+        writer.join()
+    assert seen <= {4, 8}

@@ -31,7 +31,6 @@ from draguard.webhook import review as webhook_review
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = (ROOT / "schema", ROOT / "webhook")
-SCHEMA = ROOT / "schema"
 CLUSTER = Path(__file__).resolve().parents[1] / "cluster"
 
 
