@@ -40,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--certs", choices=get_args(CertMode), default="self",
                         help="self: a Job runs `draguard certs`; cert-manager: cert-manager "
                         "issues them (default self)")
+    render.add_argument("--cluster-view", action="store_true",
+                        help="run the cluster checks (serve --cluster-view) and grant the "
+                        "webhook list and watch on DeviceClasses, ResourceSlices, Namespaces "
+                        "and ResourceQuotas")
     return parser
 
 
@@ -51,7 +55,8 @@ def main(argv: Sequence[str]) -> int:
         return int(exc.code or 0)
     try:
         options = RenderOptions(
-            namespace=args.namespace, image=args.image, replicas=args.replicas, certs=args.certs
+            namespace=args.namespace, image=args.image, replicas=args.replicas, certs=args.certs,
+            cluster_view=args.cluster_view,
         )
     except ValueError as exc:
         print(f"draguard deploy render: {exc}", file=sys.stderr)

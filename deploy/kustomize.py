@@ -86,6 +86,15 @@ def build(root: Path) -> list[Manifest]:
     return sort_legacy(_accumulate(root, expected_kind="Kustomization"))
 
 
+def add_component(manifests: Iterable[Manifest], component: Path) -> list[Manifest]:
+    """`manifests` with a kustomize Component applied (its resources, then its patches),
+    as a kustomization listing it under `components:` would; in kustomize's order."""
+    added = [*manifests, *_accumulate_resources_only(component)]
+    patched = _apply_patches(added, _load_kustomization(component, "Component"), component)
+    _check_unique(patched, component)
+    return sort_legacy(patched)
+
+
 def sort_legacy(manifests: Iterable[Manifest]) -> list[Manifest]:
     """Order objects as kustomize's default (legacy) sort does."""
     return sorted(manifests, key=lambda m: ResourceId.of(m).sort_key())

@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from draguard.deploy.kustomize import Manifest, build
+from draguard.deploy.kustomize import Manifest, add_component, build
 
 CertMode = Literal["self", "cert-manager"]
 CERT_MODES: tuple[CertMode, ...] = get_args(CertMode)
@@ -31,6 +31,8 @@ OVERLAYS: dict[CertMode, str] = {
     "self": "overlays/self-signed",
     "cert-manager": "overlays/cert-manager",
 }
+# `draguard serve --cluster-view` and the list/watch RBAC it needs (issue 20).
+CLUSTER_VIEW = "components/cluster-view"
 
 # The values written in deploy/base; every option defaults to what the YAML says.
 DEFAULT_NAMESPACE = "draguard-system"
@@ -60,6 +62,7 @@ class RenderOptions:
     image: str = DEFAULT_IMAGE
     replicas: int = DEFAULT_REPLICAS
     certs: CertMode = "self"
+    cluster_view: bool = False
 
     def __post_init__(self) -> None:
         # A namespace is a DNS label (RFC 1123), and it is also part of the
@@ -117,13 +120,16 @@ def overlay_dir(certs: CertMode) -> Path:
 def render(options: RenderOptions | None = None) -> list[Manifest]:
     """The manifests for `options`, in kustomize's order."""
     options = options or RenderOptions()
-    return [_customize(m, options) for m in _overlay(options.certs)]
+    return [_customize(m, options) for m in _overlay(options.certs, options.cluster_view)]
 
 
-@functools.lru_cache(maxsize=len(CERT_MODES))
-def _overlay(certs: CertMode) -> tuple[Manifest, ...]:
+@functools.lru_cache(maxsize=2 * len(CERT_MODES))
+def _overlay(certs: CertMode, cluster_view: bool) -> tuple[Manifest, ...]:
     # Read once per process; `_customize` deep-copies, so the cache is never mutated.
-    return tuple(build(overlay_dir(certs)))
+    manifests = build(overlay_dir(certs))
+    if cluster_view:
+        manifests = add_component(manifests, DEPLOY_ROOT / CLUSTER_VIEW)
+    return tuple(manifests)
 
 
 def render_yaml(options: RenderOptions | None = None) -> str:
@@ -131,7 +137,8 @@ def render_yaml(options: RenderOptions | None = None) -> str:
     options = options or RenderOptions()
     header = (
         f"# draguard manifests: certs={options.certs} namespace={options.namespace} "
-        f"image={options.image} replicas={options.replicas}\n"
+        f"image={options.image} replicas={options.replicas}"
+        + (" cluster-view" if options.cluster_view else "") + "\n"
     )
     return header + yaml.safe_dump_all(render(options), sort_keys=True, default_flow_style=False)
 
@@ -163,10 +170,15 @@ def wrapper_kustomization(options: RenderOptions, overlay: str) -> dict[str, Any
             }
             for kind in _WEBHOOK_KINDS
         )
+    components = {}
+    if options.cluster_view:
+        # The component sits two folders above the overlay (deploy/components/…).
+        components = {"components": [f"{overlay}/../../{CLUSTER_VIEW}"]}
     return {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [overlay],
+        **components,
         "namespace": options.namespace,
         "images": [ImageRef.parse(options.image).kustomize_entry()],
         "replicas": [{"name": DEPLOYMENT, "count": options.replicas}],

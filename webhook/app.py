@@ -9,22 +9,34 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flask import Flask
 
+from draguard.schema.cluster.checks import (
+    CLUSTER_CODES,
+    DEFAULT_SETTINGS,
+    EMPTY_VERDICT,
+    CheckSettings,
+    ClusterVerdict,
+    check_object,
+    stale_advice,
+)
 from draguard.schema.model.options import Options
 from draguard.webhook.config import Config
 from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.routes import WebhookState, blueprint, decisions
 from draguard.webhook.serving import laststate
+from draguard.webhook.serving.clusterview import ClusterView
 from draguard.webhook.serving.deadline import runner_for
 from draguard.webhook.serving.decisionlog import BatchingHandler, JsonLine
 from draguard.webhook.serving.metrics import Metrics
 from draguard.webhook.serving.metricsdir import multiprocess_dir, usable
 
 if TYPE_CHECKING:
+    from draguard.schema.cluster.facts import ClusterFacts
     from draguard.schema.policy.store import PolicyStore
 
 log = logging.getLogger("draguard.webhook")
@@ -62,10 +74,11 @@ def create_app(config: Config | None = None, *, rules: RuleSet | None = None,
     metrics = worker_metrics()
     laststate.count_failures(policy=metrics.policy_failed, tls=metrics.tls_failed)
     store = laststate.policy_store(config)
-    rules = rules or RuleSet(release=config.release, mutator=load_mutator(store))
+    view, judge = cluster_checks(config, metrics, store) if config.cluster_view else (None, None)
+    rules = rules or RuleSet(release=config.release, mutator=load_mutator(store), cluster=judge)
     cache = laststate.tls_cache(config) if tls else None
     state = WebhookState(config=config, rules=rules, metrics=metrics, tls=cache,
-                         runner=runner_for(config.threads), policy=store)
+                         runner=runner_for(config.threads), policy=store, view=view)
     state.warm_error = warm(rules)
     if cache is not None:
         try:
@@ -116,6 +129,81 @@ def load_mutator(store: PolicyStore | None) -> Mutator | None:
         return mutate(obj, policy=store.current(), options=options)
 
     return apply
+
+
+def cluster_checks(config: Config, metrics: Metrics,
+                   store: PolicyStore | None) -> tuple[ClusterView, ClusterChecks]:
+    """This worker's cluster view, started, and the review's cluster checks over it (issue 20).
+
+    Made in each worker (gunicorn forks before `create_app`), so each keeps its own
+    view and threads; the checks run with the current policy's `clusterChecks:`.
+    """
+    from draguard.schema.cluster.facts import WATCHED, ClusterFacts
+    from draguard.schema.cluster.live import Target, connect
+
+    target = Target(kubeconfig=str(config.kubeconfig) if config.kubeconfig else None,
+                    in_cluster=config.in_cluster)
+    facts = ClusterFacts()
+    view = ClusterView(WATCHED, facts, connect=lambda: connect(target)[0], observer=metrics)
+    view.start()
+
+    def settings() -> CheckSettings:
+        return DEFAULT_SETTINGS if store is None else store.current().cluster_checks
+
+    return view, ClusterChecks(view, facts, settings)
+
+
+class ViewState(Protocol):
+    """What the checks ask the view (`ClusterView`; a stand-in in bench/cluster_view.py)."""
+
+    @property
+    def generation(self) -> int: ...
+    def oldest_age(self) -> float | None: ...
+
+
+class ClusterChecks:
+    """`check_object` over the view's facts for a review, or one `cluster-view-stale` warning
+    while a kind is still loading or the view is older than the policy's bound.
+
+    Claims from one template share the rule set's memo (`Verdict.derived`); the verdict
+    is kept there with the view's generation, the settings and the namespace it was made
+    for, so the next claim from that template in that namespace reuses it until the view
+    or the policy changes. The generation, a number, not the facts' snapshot itself: a
+    memo entry must not hold an old view alive.
+    """
+
+    MEMO = "draguard.webhook.cluster"
+
+    def __init__(self, view: ViewState, facts: ClusterFacts,
+                 settings: Callable[[], CheckSettings]) -> None:
+        self.view = view
+        self.facts = facts
+        self.settings = settings
+
+    def __call__(self, obj: dict[str, Any], options: Options,
+                 memo: dict[str, Any]) -> ClusterVerdict:
+        current = self.settings()
+        if all(current.level(code) == "off" for code in CLUSTER_CODES):
+            return EMPTY_VERDICT
+        age = self.view.oldest_age()
+        if age is None or age > current.stale_after_seconds:
+            return ClusterVerdict((), (stale_advice(age, current),))
+        # Read before the checks: an update landing meanwhile makes the kept verdict
+        # newer than its generation, never older.
+        key = (self.view.generation, current, _namespace(obj, options))
+        kept = memo.get(self.MEMO)
+        if kept is not None and kept[0] == key:
+            verdict: ClusterVerdict = kept[1]
+            return verdict
+        verdict = check_object(obj, self.facts, current, options=options)
+        memo[self.MEMO] = (key, verdict)
+        return verdict
+
+
+def _namespace(obj: dict[str, Any], options: Options) -> str | None:
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else options.default_namespace
 
 
 def _configure_decision_log() -> None:

@@ -64,6 +64,13 @@ class Config:
     review_timeout: float = REVIEW_TIMEOUT
     read_timeout: float = READ_TIMEOUT
     client_ca: Path | None = None
+    # The cluster view (issue 20): list+watch DeviceClasses, ResourceSlices, Namespaces
+    # and ResourceQuotas for the cluster checks. Off by default: it needs RBAC to list
+    # and watch them (deploy/components/cluster-view). Credentials: `kubeconfig`, else the
+    # in-cluster service account when running in a pod, else the default kubeconfig.
+    cluster_view: bool = False
+    kubeconfig: Path | None = None
+    in_cluster: bool = False
     metrics_port: int | None = None  # plain HTTP for /metrics and probes (probeport.py)
     metrics_host: str | None = None  # default: `host`
     # Extra gunicorn settings (tests: a short graceful timeout); not exposed as flags.
@@ -120,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"body (default {READ_TIMEOUT:g})")
     add("--service", help=f"service name in the self-made certificate (default {DEFAULT_SERVICE})")
     add("--namespace", help=f"service namespace in the certificate (default {DEFAULT_NAMESPACE})")
+    add("--cluster-view", action="store_true", default=None,
+        help="keep a list+watch view of DeviceClasses, ResourceSlices, Namespaces and "
+        "ResourceQuotas and run the cluster checks of the policy's clusterChecks (needs "
+        "list and watch on them; /readyz waits for the first lists)")
+    add("--kubeconfig", help="kubeconfig for the cluster view when not running in a pod "
+        "(default: the service account in a pod, else $KUBECONFIG or ~/.kube/config)")
     add("--metrics-dir", help="prometheus multiprocess folder (default: a fresh temporary one)")
     add("--log-level", help="gunicorn log level (default info)")
     add("--metrics-port", type=int, help="also serve /metrics, /healthz and /readyz over plain "
@@ -148,6 +161,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
     metrics_dir = pick("metrics-dir")
     client_ca = pick("client-ca")
     policy = pick("policy")
+    kubeconfig = pick("kubeconfig")
     return Config(
         host=pick("host") or "0.0.0.0",
         port=_positive(pick("port"), DEFAULT_PORT, "port"),
@@ -167,6 +181,10 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         review_timeout=_seconds(pick("review-timeout"), REVIEW_TIMEOUT, "review timeout"),
         read_timeout=_seconds(pick("read-timeout"), READ_TIMEOUT, "read timeout"),
         client_ca=Path(client_ca) if client_ca else None,
+        cluster_view=_switch(pick("cluster-view"), "cluster view"),
+        kubeconfig=Path(kubeconfig) if kubeconfig else None,
+        # The variable the kubelet sets in every pod (client-go's InClusterConfig reads it).
+        in_cluster=kubeconfig is None and bool(env.get("KUBERNETES_SERVICE_HOST")),
         metrics_port=_metrics_port(pick("metrics-port"), pick("port")),
         metrics_host=pick("metrics-host"),
     )
@@ -191,6 +209,18 @@ def _positive(text: str | None, default: int, name: str) -> int:
     if value < 1 or (name == "port" and value > 65535):
         raise ConfigError(f"{name} out of range: {value}")
     return value
+
+
+def _switch(text: str | None, name: str) -> bool:
+    """A flag given (`True`) or DRAGUARD_<NAME> as true/false, 1/0, yes/no."""
+    if text is None:
+        return False
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be true or false, not {text!r}")
 
 
 def _seconds(text: str | None, default: float, name: str) -> float:

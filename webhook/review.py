@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
 from draguard.schema.advice.codes import Advice, ignored_codes
+from draguard.schema.cluster.checks import ClusterVerdict
 from draguard.schema.model.bounded import ByteBudgetCache, text_bytes
-from draguard.schema.model.errors import FieldError, aggregate_message, go_quote
+from draguard.schema.model.errors import FieldError, aggregate_message, forbidden, go_quote
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import DEFAULT_RELEASE, GROUP, Release
@@ -102,6 +103,9 @@ class MutationLike(Protocol):
 
 
 Mutator = Callable[[dict[str, Any], Options], MutationLike]
+# The cluster checks against the worker's cached view, no API call (issue 20); the
+# dict is the rule set's per-spec memo (`Verdict.derived`), where they may keep results.
+ClusterJudge = Callable[[dict[str, Any], Options, dict[str, Any]], ClusterVerdict]
 # Byte budgets of the caches here (issue 15 §3): namespaces come from clients, any length.
 OPTIONS_CACHE_BYTES = 1024 * 1024
 _OPTIONS_BYTES = 400  # an Options object beside its namespace text
@@ -119,6 +123,8 @@ class RuleSet:
     create: Callable[..., Verdict] = validate_object
     update: Callable[..., Verdict] = validate_update
     mutator: Mutator | None = field(default=None)
+    # The cluster checks with the worker's cluster view (`draguard serve --cluster-view`).
+    cluster: ClusterJudge | None = field(default=None)
     # Options are immutable and differ only by namespace: one per namespace seen, the
     # least recently used forgotten beyond a byte budget.
     _options: ByteBudgetCache[str | None, Options] = field(
@@ -201,17 +207,44 @@ def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode
     kind, version = _kind_version(review.object)
     try:
         verdict = _judge(review, rules)
+        cluster = _judge_cluster(review, rules, verdict)
     except Exception:  # an internal error must still produce a well-formed answer
         return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
     if verdict.skipped:
         return _skipped(review, verdict, kind, version)
     warnings = _warnings(review, verdict)
+    if cluster is not None and cluster.warnings:
+        warnings = limit_warnings([*warnings, *(render_advice(a) for a in cluster.warnings)])
     if verdict.errors:
         doc = _response(review.uid, allowed=False, status=render_invalid(verdict),
                         warnings=warnings)
         return Answer(doc, review, "denied", kind, version, len(verdict.errors))
+    if cluster is not None and cluster.denials:
+        errors = [cluster_error(item) for item in cluster.denials]
+        status = render_invalid(_verdict_for(review.object, errors))
+        doc = _response(review.uid, allowed=False, status=status, warnings=warnings)
+        return Answer(doc, review, "denied", kind, version, len(errors))
     return Answer(_response(review.uid, allowed=True, warnings=warnings), review, "allowed",
                   kind, version)
+
+
+def _judge_cluster(review: Review, rules: RuleSet, verdict: Verdict) -> ClusterVerdict | None:
+    """The cluster checks (issue 20), on CREATE of a valid claim or template only.
+
+    Only on CREATE: the spec is immutable afterwards, and a denial on UPDATE would
+    block metadata changes (finalizers) of claims made before a DeviceClass went away.
+    Only on a valid object: an invalid one is denied by the rules already.
+    """
+    if (rules.cluster is None or review.operation != "CREATE" or verdict.skipped
+            or verdict.errors or review.object is None):
+        return None
+    return rules.cluster(review.object, rules.options(review), verdict.derived)
+
+
+def cluster_error(item: Advice) -> FieldError:
+    """A denying cluster check as a field error: its path, its message, and the code that
+    the policy's `clusterChecks:` section sets to deny (so the operator knows the knob)."""
+    return forbidden(item.path, f"{item.message} (draguard cluster check {item.code})")
 
 
 def answer_mutate(review: Review, *, rules: RuleSet, failure_mode: FailureMode) -> Answer:

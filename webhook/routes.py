@@ -32,6 +32,7 @@ from draguard.webhook.review import (
     clip,
     parse_review,
 )
+from draguard.webhook.serving.clusterview import ClusterView
 from draguard.webhook.serving.deadline import HEAVY_BODY_BYTES, HEAVY_CEL_CHARS, Runner
 from draguard.webhook.serving.decisionlog import log_line
 from draguard.webhook.serving.metrics import Metrics
@@ -74,6 +75,7 @@ class WebhookState:
     runner: Runner
     policy: PolicyStore | None = None
     warm_error: str | None = None
+    view: ClusterView | None = None  # `--cluster-view`
 
     @property
     def not_ready(self) -> list[str]:
@@ -87,6 +89,12 @@ class WebhookState:
             status = self.policy.status()
             if status.sha256 is None:  # never a good policy: its rules are not enforced
                 reasons.append(f"policy not loaded: {status.error}")
+        if self.view is not None:
+            # The checks would be skipped (warning cluster-view-stale) until every kind
+            # is listed; another replica that has its view should answer meanwhile.
+            loading = self.view.not_ready()
+            if loading is not None:
+                reasons.append(loading)
         return reasons
 
 

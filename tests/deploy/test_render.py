@@ -40,6 +40,10 @@ CUSTOM = [
                  id=f"{mode}-tagged-image")
     for mode in CERT_MODES
 ] + [
+    pytest.param(RenderOptions(certs=mode, namespace="dra-view", cluster_view=True),
+                 id=f"{mode}-cluster-view")
+    for mode in CERT_MODES
+] + [
     pytest.param(RenderOptions(certs=mode, namespace="x", replicas=1,
                                image="registry.example/draguard@sha256:" + "ab" * 32),
                  id=f"{mode}-digest-image-one-replica")
@@ -233,11 +237,11 @@ def test_base_builds_like_kubectl_kustomize() -> None:
 def test_cli_passes_every_option_through(capsys: pytest.CaptureFixture[str]) -> None:
     """Each flag of `draguard deploy render` reaches the rendered objects."""
     argv = ["render", "--namespace", "ops", "--image", "r/d:9", "--replicas", "4",
-            "--certs", "cert-manager"]
+            "--certs", "cert-manager", "--cluster-view"]
     assert cli.main(argv) == 0
     printed = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert printed == render(RenderOptions(namespace="ops", image="r/d:9", replicas=4,
-                                           certs="cert-manager"))
+                                           certs="cert-manager", cluster_view=True))
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ Manifest = dict[str, Any]
 OPTIONS = [
     pytest.param(RenderOptions(certs=mode, **extra), id=f"{mode}-{label}")
     for mode in CERT_MODES
-    for label, extra in (("defaults", {}), ("namespace-ops", {"namespace": "ops"}))
+    for label, extra in (("defaults", {}), ("namespace-ops", {"namespace": "ops"}),
+                         ("cluster-view", {"namespace": "ops", "cluster_view": True}))
 ]
 VERSIONS = ("v1", "v1beta2", "v1beta1")
 RESOURCES = ("resourceclaims", "resourceclaimtemplates")
@@ -446,3 +447,52 @@ def test_rbac_has_no_wildcards_and_the_webhook_pods_do_not_get_the_job_account(
     for owner, pod in pod_specs(manifests):
         expected = "draguard" if owner.startswith("Deployment/") else "draguard-certs"
         assert pod["serviceAccountName"] == expected, owner
+
+
+# The cluster view (issue 20): exactly list and watch on four resources, only when enabled.
+VIEWED = [("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
+          ("", "namespaces"), ("", "resourcequotas")]
+
+
+@pytest.mark.parametrize(("group", "resource"), VIEWED)
+@pytest.mark.parametrize("verb", ["list", "watch"])
+def test_cluster_view_may_list_and_watch_what_the_checks_read(
+    group: str, resource: str, verb: str, authorizer: Any,
+) -> None:
+    """With the cluster view the webhook may list and watch the four kinds cluster-wide."""
+    manifests = render(RenderOptions(namespace="ops", cluster_view=True))
+    assert authorizer(manifests, "draguard", verb, group, resource, "", None)
+
+
+@pytest.mark.parametrize(("group", "resource"), VIEWED[1:])
+def test_without_the_cluster_view_nothing_more_is_granted(
+    group: str, resource: str, authorizer: Any,
+) -> None:
+    """Off (the default), the webhook can list no ResourceSlices, Namespaces or quotas."""
+    manifests = render(RenderOptions(namespace="ops"))
+    assert not authorizer(manifests, "draguard", "list", group, resource, "", None)
+    assert not any(m["metadata"]["name"] == "draguard-cluster-view" for m in manifests)
+    assert "--cluster-view" not in webhook_container(manifests)["args"]
+
+
+def test_cluster_view_role_grows_by_exactly_list_and_watch() -> None:
+    """The added role holds list and watch on the four resources and nothing else."""
+    manifests = render(RenderOptions(cluster_view=True))
+    role = one(manifests, "ClusterRole", "draguard-cluster-view")
+    granted = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    assert granted == {(g, r, v) for g, r in VIEWED for v in ("list", "watch")}
+    assert all("resourceNames" not in rule for rule in role["rules"])
+    binding = one(manifests, "ClusterRoleBinding", "draguard-cluster-view")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "draguard",
+                                    "namespace": "draguard-system"}]
+    assert "--cluster-view" in webhook_container(manifests)["args"]
+
+
+def test_cluster_view_may_reach_only_https_ports_out() -> None:
+    """The NetworkPolicy lets the view out to the apiserver's ports (443, 6443), nothing else."""
+    manifests = render(RenderOptions(cluster_view=True))
+    policy = one(manifests, "NetworkPolicy")
+    (rule,) = policy["spec"]["egress"]
+    assert "to" not in rule
+    assert {(p["port"], p["protocol"]) for p in rule["ports"]} == {(443, "TCP"), (6443, "TCP")}

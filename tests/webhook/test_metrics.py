@@ -118,3 +118,20 @@ def test_master_does_not_import_prometheus_client() -> None:
             "draguard.webhook.serving.metricsdir; "
             "sys.exit('prometheus_client' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_cluster_view_series_per_kind() -> None:
+    """The view's age, loaded flag, relists, restarts by reason and bad events, by kind."""
+    metrics = Metrics()
+    metrics.view_age("ResourceSlice", 12.5, False)
+    metrics.view_relisted("ResourceSlice")
+    metrics.view_restarted("ResourceSlice", "expired")
+    metrics.view_bad_event("ResourceSlice")
+    got = parsed(generate_latest(metrics.registry))
+    kind = (("kind", "ResourceSlice"),)
+    assert got[("draguard_cluster_view_age_seconds", kind)] == 12.5
+    assert got[("draguard_cluster_view_loaded", kind)] == 0
+    assert got[("draguard_cluster_view_relists_total", kind)] == 1
+    assert got[("draguard_cluster_view_watch_restarts_total",
+                (("kind", "ResourceSlice"), ("reason", "expired")))] == 1
+    assert got[("draguard_cluster_view_bad_events_total", kind)] == 1

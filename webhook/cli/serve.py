@@ -12,6 +12,7 @@ sends an example AdmissionReview. The bundle itself is printed only on request
                    [--kubernetes-version V] [--failure-mode open|closed]
                    [--review-timeout S] [--read-timeout S]
                    [--workers N] [--threads N] [--keepalive SECONDS]
+                   [--cluster-view [--kubeconfig FILE]]
                    [--metrics-dir DIR] [--log-level LEVEL]
                    [--metrics-port PORT [--metrics-host ADDR]]
 """

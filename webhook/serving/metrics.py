@@ -19,6 +19,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -57,6 +58,30 @@ class Series:
             "draguard_tls_load_failures",
             "Certificate files refused (unreadable, mismatched, expired, a service name "
             "dropped); the last good pair stays in use.", registry=registry)
+        # The cluster view (issue 20), per watched kind. Gauges across workers: the
+        # oldest view of any live worker, and loaded only when every worker has listed.
+        self.view_age = Gauge(
+            "draguard_cluster_view_age_seconds",
+            "Seconds since the cluster view of this kind was last known current (0 while "
+            "its watch is open; since start while its first list is loading).",
+            ("kind",), registry=registry, multiprocess_mode="livemax")
+        self.view_loaded = Gauge(
+            "draguard_cluster_view_loaded",
+            "1 once the first list of this kind has loaded (in every live worker).",
+            ("kind",), registry=registry, multiprocess_mode="livemin")
+        self.view_relists = Counter(
+            "draguard_cluster_view_relists",
+            "Lists after the first (410 Gone, or a watch that could not resume).",
+            ("kind",), registry=registry)
+        self.view_restarts = Counter(
+            "draguard_cluster_view_watch_restarts",
+            "Watches started again, by why the previous one ended (timeout: the server "
+            "ended it on time; dropped, expired, error, garbage).",
+            ("kind", "reason"), registry=registry)
+        self.view_bad_events = Counter(
+            "draguard_cluster_view_bad_events",
+            "Watch lines that were not watch events (each ends its watch; it resumes).",
+            ("kind",), registry=registry)
 
 
 class Metrics:
@@ -96,6 +121,25 @@ class Metrics:
         """Count a refused certificate pair."""
         if self.series is not None:
             self.series.tls_failures.inc()
+
+    # The cluster view's observer (`draguard.webhook.serving.clusterview.Observer`).
+
+    def view_relisted(self, kind: str) -> None:
+        if self.series is not None:
+            self.series.view_relists.labels(kind).inc()
+
+    def view_restarted(self, kind: str, reason: str) -> None:
+        if self.series is not None:
+            self.series.view_restarts.labels(kind, reason).inc()
+
+    def view_bad_event(self, kind: str) -> None:
+        if self.series is not None:
+            self.series.view_bad_events.labels(kind).inc()
+
+    def view_age(self, kind: str, seconds: float, loaded: bool) -> None:
+        if self.series is not None:
+            self.series.view_age.labels(kind).set(seconds)
+            self.series.view_loaded.labels(kind).set(1 if loaded else 0)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text: all workers' samples in multiprocess mode, else this app's."""
