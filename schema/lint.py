@@ -422,14 +422,18 @@ def _check_unit(
     unit: _Unit, options: Options, validate: Validator
 ) -> list[DocumentResult] | None:
     """`check_chunk`, or for a List's item its result; None for an item that does not
-    parse as a mapping (its List is then checked whole)."""
+    parse as a mapping, writes a key twice or looks like a template (its List is then
+    checked whole, where those are reported as for any document)."""
     if isinstance(unit, Chunk):
         return check_chunk(unit, options=options, validate=validate)
+    if templates.find(unit.chunk.text) is not None:
+        return None
     paused = gc.isenabled()
     gc.disable()  # as `check_chunk` does
     try:
         parsed = parse(unit.chunk)
-        if isinstance(parsed, SyntaxProblem) or not isinstance(parsed.value, dict):
+        if (isinstance(parsed, SyntaxProblem) or not isinstance(parsed.value, dict)
+                or parsed.duplicates):
             return None
         value = parsed.value if unit.inherited is None else {**unit.inherited, **parsed.value}
         located = _Located(unit.chunk, parsed)

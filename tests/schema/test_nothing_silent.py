@@ -349,3 +349,14 @@ def test_skew_names_a_duplicate_and_checks_the_last_value(
     assert status == 0
     assert "ResourceClaim two" in out
     assert f'draguard skew: {path}:5: document 0: duplicate key "metadata" (lines 3 and 5)' in err
+
+
+def test_lint_reports_a_template_inside_a_list_item(tmp_path: Path) -> None:
+    """A List read item by item still says "render it first" for a templated item."""
+    text = ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n"
+            "  kind: ResourceClaim\n  metadata:\n    name: '{{ .Values.name }}'\n  spec:\n"
+            "    devices:\n      requests:\n      - name: r\n        exactly:\n"
+            "          deviceClassName: c\n")
+    status, out, _ = lint([write(tmp_path, "list.yaml", text)])
+    assert ":7:" in out and "looks like a template" in out
+    assert out.splitlines()[-1].endswith("1 templated")
