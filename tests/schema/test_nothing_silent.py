@@ -358,5 +358,6 @@ def test_lint_reports_a_template_inside_a_list_item(tmp_path: Path) -> None:
             "    devices:\n      requests:\n      - name: r\n        exactly:\n"
             "          deviceClassName: c\n")
     status, out, _ = lint([write(tmp_path, "list.yaml", text)])
+    assert status == 0
     assert ":7:" in out and "looks like a template" in out
     assert out.splitlines()[-1].endswith("1 templated")
