@@ -432,14 +432,7 @@ class Allocator:
             if undo is None:
                 return False
             following = 0 if self.features.all_subrequest_bug else si
-            try:
-                if self._allocate_one(ci, ri, following, di + 1, sub_mode=sub_mode):
-                    return True
-            except _SizeExceeded:
-                undo()
-                raise
-            undo()
-            return False
+            return self._descend(undo, ci, ri, following, di + 1, sub_mode=sub_mode)
         selected = self._selected(ci, ri, si, data)
         for candidate in selected if selected is not None else self._usable_candidates():
             if self._busy(candidate.key, ci, request) or (
@@ -450,13 +443,24 @@ class Allocator:
             undo = self._allocate_device(ci, ri, si, candidate, must=False)
             if undo is None:
                 continue
-            try:
-                if self._allocate_one(ci, ri, si, di + 1, sub_mode=sub_mode):
-                    return True
-            except _SizeExceeded:
-                undo()
-                raise
+            if self._descend(undo, ci, ri, si, di + 1, sub_mode=sub_mode):
+                return True
+        return False
+
+    def _descend(self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, *,
+                 sub_mode: bool) -> bool:
+        """Search on with a device taken; give it back unless the search succeeded.
+
+        Shared by the All and the ExactCount branch of `allocateOne`: the device is
+        given back when the search below fails, and before a size abort rises.
+        """
+        try:
+            if self._allocate_one(ci, ri, si, di, sub_mode=sub_mode):
+                return True
+        except _SizeExceeded:
             undo()
+            raise
+        undo()
         return False
 
     def _usable_candidates(self) -> Iterator[Candidate]:
@@ -775,10 +779,6 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
     if operator == "Exists":
         return True
     return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def taint_blocks(device: Device, request: Request) -> bool:
-    return _taint_prevents(device, request)
 
 
 def _kobj(claim: Claim) -> str:

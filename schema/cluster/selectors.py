@@ -24,7 +24,6 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -222,7 +221,3 @@ def _go_wording(text: str) -> str:
     if match:
         return f"no such key: {match.group(1)}"
     return re.sub(r"^[A-Z_]+: ", "", text)
-
-
-def as_fraction(milli: int) -> Fraction:
-    return Fraction(milli, 1000)
