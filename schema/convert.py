@@ -12,10 +12,9 @@ callers refuse the document unless they were told to allow loss.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from draguard.schema.model.diff import Change, diff
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.fieldmap import (
     ORDER_ANNOTATION,
@@ -68,18 +67,6 @@ class Conversion:
     source_shape: str | None
     target: str
     losses: tuple[Loss, ...] = ()
-    source: Any = field(default=None, compare=False, repr=False)
-
-    @property
-    def changes(self) -> tuple[Change, ...]:
-        """What the conversion changed, by field.
-
-        Computed on request from the (unmutated) source: the diff costs a quarter of a
-        conversion and most callers never ask for it.
-        """
-        if self.document is None:
-            return ()
-        return tuple(diff(self.source, self.document))
 
     @property
     def is_dra(self) -> bool:
@@ -108,12 +95,12 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
             return Conversion(None, None, target)
         # A claim in a version no release serves (issue 17): nothing to convert from,
         # and no `--allow-loss` makes it convertible (`source_shape` None says so).
-        return Conversion(_plain_copy(obj), None, target, (Loss(err.path, err.detail),), obj)
+        return Conversion(_plain_copy(obj), None, target, (Loss(err.path, err.detail),))
     if target in LAYOUT_TARGETS:
         document, losses = _convert_layout(obj, doc_type, target, options)
     else:
         document, losses = _convert_version(obj, doc_type, target, options)
-    return Conversion(document, doc_type.shape, target, tuple(losses), obj)
+    return Conversion(document, doc_type.shape, target, tuple(losses))
 
 
 def _convert_layout(

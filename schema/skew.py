@@ -36,7 +36,6 @@ class ReleaseView:
     errors: tuple[FieldError, ...]
     explanation: str
     if_enabled: ReleaseView | None = None
-    has_version: bool = True
     notes: tuple[str, ...] = ()  # known bugs of this release that the document runs into
 
     @property
@@ -65,7 +64,7 @@ def _unserved_view(obj: Any, release: Release) -> ReleaseView:
     """A claim in a version no release serves (v1alpha3): rejected everywhere (issue 17)."""
     err = unserved_version(obj, release)
     detail = err.detail if err is not None else ""
-    return ReleaseView(release.name, False, (), "rejected", (), detail, has_version=False)
+    return ReleaseView(release.name, False, (), "rejected", (), detail)
 
 
 def _view(obj: Any, version: str, release: Release) -> ReleaseView:
@@ -85,7 +84,6 @@ def _view(obj: Any, version: str, release: Release) -> ReleaseView:
             "rejected",
             (),
             f"{explanation}; and {words}" if words else explanation,
-            has_version=False,
         )
     enabled = _enabled_view(obj, release)
     if release.serves_by_default(version):

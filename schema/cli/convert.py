@@ -12,10 +12,7 @@ what was dropped. Exit codes (`contract.md` §4): 0, 1 something not representab
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -26,7 +23,7 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
-from draguard.schema.cli.frame import parse_with_release
+from draguard.schema.cli.frame import parse_with_release, quiet
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
@@ -109,17 +106,8 @@ def main(argv: Sequence[str]) -> int:
         _emit(results, in_place=args.in_place)
         sys.stdout.flush()
     except BrokenPipeError:
-        quiet_stdout()
+        quiet()
     return status
-
-
-def quiet_stdout() -> None:
-    """The reader went away (`draguard convert … | head`): stop quietly, exit code kept.
-
-    stdout is pointed at /dev/null so that Python's flush at exit does not complain.
-    """
-    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def convert_file(

@@ -14,9 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.cli.frame import parse_with_release
+from draguard.schema.cli.frame import parse_with_release, quiet
 from draguard.schema.model.releases import DEFAULT_RELEASE
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
 
@@ -59,7 +58,7 @@ def _say(text: str) -> None:
     try:
         print(text, flush=True)
     except BrokenPipeError:
-        quiet_stdout()
+        quiet()
 
 
 def _objects(title: str, obj: Any) -> list[tuple[str, Any]]:

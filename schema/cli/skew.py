@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from draguard.schema.cli.convert import quiet_stdout
 from draguard.schema.cli.documents import DocumentReader
+from draguard.schema.cli.frame import quiet
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.releases import NEWEST, OLDEST, RELEASES, Release
 from draguard.schema.read.sources import STDIN_NAME
@@ -68,7 +68,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `draguard skew … | head`: the exit code still tells
-        quiet_stdout()
+        quiet()
     return status
 
 

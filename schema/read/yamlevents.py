@@ -70,11 +70,6 @@ class _Fallback(Exception):
     """The document uses YAML beyond JSON's data model: let PyYAML build it."""
 
 
-def load_text(text: str) -> Any:
-    """The value of a single-document YAML text, as `yaml.load(text, TextLoader)` gives it."""
-    return load_with_positions(text)[0]
-
-
 def load_with_positions(
     text: str, duplicates: list[Duplicate] | None = None
 ) -> tuple[Any, Positions | None]:

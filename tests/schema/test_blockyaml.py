@@ -237,7 +237,7 @@ def assert_head_agrees(text: str) -> bool:
     head = blockyaml.peek(text, _any_kind)
     if head is None:
         return False
-    value = yamlevents.load_text(text)
+    value = yamlevents.load_with_positions(text)[0]
     assert isinstance(value, dict)
     meta = value.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
