@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from types import MappingProxyType
@@ -44,6 +44,8 @@ from draguard.schema.cluster import selectors
 from draguard.schema.cluster.objects import (
     NOWHERE,
     DeviceClass,
+    Origin,
+    Problem,
     Slice,
     meta_name,
     read_device_class,
@@ -321,9 +323,7 @@ class _Writer:
         self.facts._classes.pop(name, None)
         if deleted:
             return
-        found, problems = read_device_class(dict(obj), NOWHERE)
-        for p in problems:
-            self.problem("DeviceClass", name, p.path, p.message)
+        found = self._read("DeviceClass", name, obj, read_device_class)
         if found is not None:
             self.facts._classes[found.name] = found
 
@@ -332,11 +332,18 @@ class _Writer:
         self._remove_slice(name)
         if deleted:
             return
-        found, problems = read_slice(dict(obj), NOWHERE)
-        for p in problems:
-            self.problem("ResourceSlice", name, p.path, p.message)
+        found = self._read("ResourceSlice", name, obj, read_slice)
         if found is not None:
             self._add_slice(found)
+
+    def _read(self, kind: str, name: str, obj: Mapping[str, Any],
+              reader: Callable[[Mapping[str, Any], Origin], tuple[_T | None, list[Problem]]],
+              ) -> _T | None:
+        """The object as `reader` makes it; its problems are kept under its kind and name."""
+        found, problems = reader(dict(obj), NOWHERE)
+        for p in problems:
+            self.problem(kind, name, p.path, p.message)
+        return found
 
     def _remove_slice(self, name: str) -> None:
         share = self.facts._slices.pop(name, None)

@@ -393,14 +393,10 @@ class DocumentType:
 
 def identify(obj: Any) -> DocumentType | None:
     """Recognise a ResourceClaim(Template) of a known resource.k8s.io version, else None."""
-    if not isinstance(obj, dict):
+    head = _claim_head(obj)
+    if head is None or head[1] not in API_VERSIONS:
         return None
-    kind, api_version = obj.get("kind"), obj.get("apiVersion")
-    if kind not in KINDS or not isinstance(api_version, str):
-        return None
-    group, _, version = api_version.partition("/")
-    if group != GROUP or version not in API_VERSIONS:
-        return None
+    kind, version = head
     parallel = _has_parallel_list(obj, kind)
     if kind.__class__ is str:  # the usual plain string: one shared, immutable value
         return _document_type(kind, version, parallel)
@@ -423,15 +419,22 @@ def unserved_version(obj: Any, release: Release) -> FieldError | None:
     The one place every product asks (lint through `validate_object`, skew, convert,
     roundtrip), so that such a document is never skipped in silence.
     """
+    head = _claim_head(obj)
+    if head is None or head[1] in API_VERSIONS:
+        return None
+    kind, version = head
+    return unknown_field(_API_VERSION, release.no_such_version(str(kind), version))
+
+
+def _claim_head(obj: Any) -> tuple[str, str] | None:
+    """The kind and version of a claim or template of resource.k8s.io (any version)."""
     if not isinstance(obj, dict):
         return None
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     if kind not in KINDS or not isinstance(api_version, str):
         return None
     group, _, version = api_version.partition("/")
-    if group != GROUP or version in API_VERSIONS:
-        return None
-    return unknown_field(_API_VERSION, release.no_such_version(str(kind), version))
+    return (kind, version) if group == GROUP else None
 
 
 def _has_parallel_list(obj: dict[str, Any], kind: str) -> bool:
