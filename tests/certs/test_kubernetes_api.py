@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fakeapi import send_json
 from kubernetes import client
 
 from draguard.certs.cluster import ClusterError, KubernetesApi
@@ -50,12 +51,7 @@ def apiserver() -> Iterator[tuple[FakeApiserver, KubernetesApi]]:
                 (self.command, self.path),
                 (404, {"kind": "Status", "message": "not found", "code": 404}),
             )
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
         do_GET = do_POST = do_PUT = do_PATCH = _answer
 

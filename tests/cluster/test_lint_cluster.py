@@ -6,11 +6,10 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import fakeapi
 import pytest
 import yaml
+from fakeapi import FakeApi
 
 from draguard.schema.cli import lint as lint_cli
 
@@ -136,25 +135,25 @@ ROUTES = {
 
 
 @pytest.fixture
-def apiserver(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
-    objects: dict[str, list[dict[str, Any]]] = {}
+def apiserver(tmp_path: Path) -> Iterator[tuple[Path, FakeApi]]:
+    api = FakeApi(ROUTES, page_size={"ResourceSlice": 2}).secure()
     for obj in yaml.safe_load_all((OBJECTS / "cluster.yaml").read_text()):
-        objects.setdefault(obj["kind"], []).append(obj)
-    with fakeapi.serve(tmp_path, ROUTES, objects, paged=frozenset({"ResourceSlice"})) as served:
-        yield served
+        api.objects.setdefault(obj["kind"], []).append(obj)
+    yield api.kubeconfig(tmp_path), api.start()
+    api.stop()
 
 
-def test_from_cluster_same_findings(apiserver: tuple[Path, list[str]]) -> None:
+def test_from_cluster_same_findings(apiserver: tuple[Path, FakeApi]) -> None:
     """Listing the cluster gives the findings the same objects give from files."""
-    kubeconfig, seen = apiserver
+    kubeconfig, api = apiserver
     code, out, err = _run("-o", "json", "--from-cluster", "--kubeconfig", str(kubeconfig),
                           str(CLAIMS))
     assert code == 1, err
     assert _by_claim(out) == EXPECTED
-    assert sum(p.startswith("/apis/resource.k8s.io/v1/resourceslices") for p in seen) == 2
+    assert len(api.lists("ResourceSlice")) == 2
 
 
-def test_from_cluster_refused_exits_2(apiserver: tuple[Path, list[str]]) -> None:
+def test_from_cluster_refused_exits_2(apiserver: tuple[Path, FakeApi]) -> None:
     """A context the server refuses is a clear error, exit 2."""
     kubeconfig, _ = apiserver
     code, _, err = _run("--from-cluster", "--kubeconfig", str(kubeconfig), "--context",

@@ -1,6 +1,6 @@
 """`draguard explain --from-cluster`: the real `kubernetes` client over TLS against a local server.
 
-No kube-apiserver runs here; a small HTTPS server on 127.0.0.1 (tests/support/fakeapi.py)
+No kube-apiserver runs here; a small HTTPS server on 127.0.0.1 (FakeApi, tests/support/fakeapi.py)
 answers the list calls with recorded API objects (those of tests/explain/cluster/), pages
 the ResourceSlice list as the apiserver does with `limit`/`continue`, and insists on the
 kubeconfig's token.
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import fakeapi
 import pytest
 import yaml
+from fakeapi import FakeApi
 
 from draguard.schema.cli import explain as explain_cli
 
@@ -45,12 +45,15 @@ ROUTES = {
 
 
 @pytest.fixture
-def apiserver(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
+def apiserver(tmp_path: Path) -> Iterator[tuple[Path, FakeApi]]:
     recorded = _recorded()
+    api = FakeApi(ROUTES, page_size={"ResourceSlice": 2}).secure()
+    for kind in ROUTES.values():
+        api.objects[kind] = recorded.get(kind, [])
     pod = {k: v for k, v in recorded["Pod"][0].items() if k not in ("kind", "apiVersion")}
-    with fakeapi.serve(tmp_path, ROUTES, recorded, paged=frozenset({"ResourceSlice"}),
-                       singles={"/api/v1/namespaces/default/pods/trainer": pod}) as served:
-        yield served
+    api.singles["/api/v1/namespaces/default/pods/trainer"] = pod
+    yield api.kubeconfig(tmp_path), api.start()
+    api.stop()
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -59,7 +62,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_from_cluster_explains_the_pod(apiserver: tuple[Path, list[str]]) -> None:
+def test_from_cluster_explains_the_pod(apiserver: tuple[Path, FakeApi]) -> None:
     """The Pod read from the cluster gets the same answer as from the recorded files."""
     kubeconfig, _ = apiserver
     code, out, _ = _run("--from-cluster", "--kubeconfig", str(kubeconfig), "--pod", "trainer",
@@ -71,17 +74,17 @@ def test_from_cluster_explains_the_pod(apiserver: tuple[Path, list[str]]) -> Non
     assert not nodes["node-3"]["feasible"]
 
 
-def test_from_cluster_pages_and_reports_progress(apiserver: tuple[Path, list[str]]) -> None:
+def test_from_cluster_pages_and_reports_progress(apiserver: tuple[Path, FakeApi]) -> None:
     """Lists are paged with limit/continue and a progress line goes to stderr."""
-    kubeconfig, seen = apiserver
+    kubeconfig, api = apiserver
     code, _, err = _run("--from-cluster", "--kubeconfig", str(kubeconfig), "--pod", "trainer")
     assert code == 0
-    slice_calls = [p for p in seen if p.startswith("/apis/resource.k8s.io/v1/resourceslices")]
-    assert len(slice_calls) == 2 and "continue=2" in slice_calls[1]
+    slice_calls = api.lists("ResourceSlice")
+    assert len(slice_calls) == 2 and slice_calls[1].get("continue") == "2"
     assert "listing ResourceSlices: 3" in err
 
 
-def test_files_add_the_pod_to_a_live_cluster(apiserver: tuple[Path, list[str]]) -> None:
+def test_files_add_the_pod_to_a_live_cluster(apiserver: tuple[Path, FakeApi]) -> None:
     """PATHs with --from-cluster give the Pod (and template) still to be created."""
     kubeconfig, _ = apiserver
     code, out, _ = _run(str(CLUSTER / "pod.yaml"), "--from-cluster", "--kubeconfig",
@@ -89,7 +92,7 @@ def test_files_add_the_pod_to_a_live_cluster(apiserver: tuple[Path, list[str]]) 
     assert code == 0 and json.loads(out)["pods"][0]["name"] == "trainer"
 
 
-def test_unauthorised_context_exits_2(apiserver: tuple[Path, list[str]]) -> None:
+def test_unauthorised_context_exits_2(apiserver: tuple[Path, FakeApi]) -> None:
     """A context whose user the server refuses is a clear error, exit 2."""
     kubeconfig, _ = apiserver
     code, _, err = _run("--from-cluster", "--kubeconfig", str(kubeconfig), "--context", "stranger")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakewatch import FakeApi, device_class, namespace
+from fakeapi import FakeApi, device_class, namespace
 from flask import Flask
 
 from draguard.webhook.app import create_app

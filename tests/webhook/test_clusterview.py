@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fakewatch import FakeApi, bookmark, device_class, expired, namespace
+from fakeapi import FakeApi, bookmark, device_class, expired, namespace
 from kubernetes import client
 
 from draguard.webhook.serving.clusterview import ClusterView, RestartReason, Tuning
