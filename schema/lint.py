@@ -66,6 +66,9 @@ costs more than a second core saves, and a pre-commit run on a few files stays o
 process (issue 21: start under 150 ms, at least 7,500 documents/s for large inputs)."""
 
 
+_TOP = FieldPath()  # where a document's own object sits (a List's items: `_item`)
+
+
 class WorkerDied(RuntimeError):
     """A worker process of `run` died (killed for memory, a crash in C code)."""
 
@@ -81,7 +84,7 @@ class _Located:
         self._pending = parsed.positions is None and chunk.format == "json"
         self._walk = self._root.walk if isinstance(self._root, Lines) else None
 
-    def place(self, candidates: Sequence[Sequence[Segment]]) -> tuple[int, int]:
+    def place(self, candidates: Sequence[FieldPath]) -> tuple[int, int]:
         if self._pending:
             self._root = positions(self.chunk)
             self._pending = False
@@ -90,13 +93,12 @@ class _Located:
         if walk is not None and len(candidates) == 1:
             # Nearly every finding: `locate` without its loop and Position, which for a
             # lone candidate places it at the deepest node found either way.
-            _, line, column = walk(candidates[0])
+            _, line, column = walk(candidates[0].parts)
             return self.chunk.line + line + 1, column + 1
-        # Paths cross into read.sources as FieldPaths; lint's own are tuples (cheaper).
-        position = locate(self.chunk, self._root, [FieldPath(c) for c in candidates])
+        position = locate(self.chunk, self._root, candidates)
         return position.line, position.column
 
-    def start(self, prefix: tuple[Segment, ...]) -> int:
+    def start(self, prefix: FieldPath) -> int:
         """The line where the object starts (a JSON document's first line, unread)."""
         if self._pending:
             return self.chunk.line + 1
@@ -143,10 +145,10 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
     located = _Located(chunk, parsed)
     items = _list_items(value)
     if items is None:
-        results = [_check_object(located, value, (), None, options, validate)]
+        results = [_check_object(located, value, _TOP, None, options, validate)]
     else:
         results = [
-            _check_object(located, item, ("items", j), j, options, validate)
+            _check_object(located, item, _item(j), j, options, validate)
             for j, item in enumerate(items)
         ]
     if parsed.duplicates:
@@ -161,7 +163,7 @@ def _with_duplicates(
     place, naming both lines; the rest was checked on the last value, as kubectl sends it."""
     if result.kind not in KINDS:
         return result
-    prefix: tuple[Segment, ...] = () if result.item is None else ("items", result.item)
+    prefix = (_TOP if result.item is None else _item(result.item)).parts
     found = tuple(
         Finding(FieldPath(d.path[len(prefix):]), errors.ErrorType.MALFORMED.value,
                 errors.malformed(FieldPath(), d.message(chunk.line)).message,
@@ -225,7 +227,7 @@ def _list_items(value: Any) -> list[Any] | None:
 
 
 def _check_object(
-    located: _Located, obj: Any, prefix: tuple[Segment, ...], item: int | None,
+    located: _Located, obj: Any, prefix: FieldPath, item: int | None,
     options: Options, validate: Validator,
 ) -> DocumentResult:
     chunk = located.chunk
@@ -243,7 +245,7 @@ def _check_object(
     if unserved is not None:
         # Issue 17: a claim in v1alpha3 (or any version no release serves) is what the
         # apiserver refuses, not something to skip. Lint only: the webhook never sees one.
-        line, column = located.place([(*prefix, "apiVersion")])
+        line, column = located.place([prefix.child("apiVersion")])
         return DocumentResult(chunk.file, chunk.index, verdict.api_version, verdict.kind,
                               verdict.name, verdict.namespace,
                               (_finding(unserved, line, column),), item=item,
@@ -272,19 +274,19 @@ def _check_object(
 
 
 def candidate_paths(
-    path: FieldPath, shape: str | None, prefix: tuple[Segment, ...] = ()
-) -> list[tuple[Segment, ...]]:
+    path: FieldPath, shape: str | None, prefix: FieldPath = _TOP
+) -> list[FieldPath]:
     """The node paths in the user's document that a rule path may stand for, best first."""
     parts = path.parts
     flat = shape == "v1beta1" and "exactly" in parts
     if not flat and parts[-1:] != ("adminAccess",):  # nearly every path: itself only
-        return [prefix + parts]
+        return [FieldPath(prefix.parts + parts) if prefix.parts else path]
     out: list[tuple[Segment, ...]] = []
     if flat:
         out.append(_flatten_exactly(parts))
     out.append(parts)
     out.extend(_admin_access_variants(parts))
-    return [prefix + p for p in dict.fromkeys(out)]
+    return [FieldPath(prefix.parts + p) for p in dict.fromkeys(out)]
 
 
 def _flatten_exactly(parts: tuple[Segment, ...]) -> tuple[Segment, ...]:
@@ -319,7 +321,7 @@ def _broken(chunk: Chunk, problem: SyntaxProblem) -> DocumentResult:
 
 
 def _crashed(
-    located: _Located, obj: dict[Any, Any], prefix: tuple[Segment, ...], item: int | None,
+    located: _Located, obj: dict[Any, Any], prefix: FieldPath, item: int | None,
     exc: Exception,
 ) -> DocumentResult:
     chunk = located.chunk
@@ -437,7 +439,7 @@ def _check_unit(
             return None
         value = parsed.value if unit.inherited is None else {**unit.inherited, **parsed.value}
         located = _Located(unit.chunk, parsed)
-        return [_check_object(located, value, (), unit.item, options, validate)]
+        return [_check_object(located, value, _TOP, unit.item, options, validate)]
     finally:
         if paused:
             gc.enable()
@@ -550,7 +552,7 @@ def cross_check(
                   if a.code not in ignored]
         if advice:
             warnings = tuple(
-                LintWarning(a.path, a.code, a.message, *located.place([prefix + a.path.parts]))
+                LintWarning(a.path, a.code, a.message, *located.place([FieldPath(prefix.parts + a.path.parts)]))
                 for a in advice
             )
             out[k] = out[k]._replace(warnings=warnings, skipped=False, skip_reason="")
@@ -569,7 +571,7 @@ def _may_name_claims(text: str) -> bool:
     return "resourceClaims" in text or "\\" in text
 
 
-def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment, ...], Any]]:
+def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, FieldPath, Any]]:
     """Each object of a document that parses, with its place (as `check_chunk` sees them)."""
     parsed = parse(chunk)
     if isinstance(parsed, SyntaxProblem):
@@ -577,10 +579,15 @@ def _objects(chunk: Chunk) -> Iterator[tuple[_Located, int | None, tuple[Segment
     located = _Located(chunk, parsed)
     items = _list_items(parsed.value)
     if items is None:
-        yield located, None, (), parsed.value
+        yield located, None, _TOP, parsed.value
     else:
         for j, item in enumerate(items):
-            yield located, j, ("items", j), item
+            yield located, j, _item(j), item
+
+
+def _item(j: int) -> FieldPath:
+    """Where item j of a List document sits: findings inside it are placed below."""
+    return FieldPath(("items", j))
 
 
 _worker: tuple[Options, Validator] | None = None
@@ -625,7 +632,7 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
     from draguard.schema.cluster.facts import ClusterFacts, facts_from_objects
 
     objects: list[Mapping[str, Any]] = []
-    places: dict[tuple[str, str], tuple[_Located, tuple[Segment, ...], Mapping[str, Any]]] = {}
+    places: dict[tuple[str, str], tuple[_Located, FieldPath, Mapping[str, Any]]] = {}
     out = ClusterInput(ClusterFacts())
     for path in expand_paths(paths):
         source = read_source(path)
@@ -639,8 +646,8 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
                 continue
             located = _Located(chunk, parsed)
             items = _list_items(parsed.value)
-            listed: list[tuple[tuple[Segment, ...], Any]] = [((), parsed.value)] if items is None else [
-                (("items", j), item) for j, item in enumerate(items)]
+            listed: list[tuple[FieldPath, Any]] = [(_TOP, parsed.value)] if items is None else [
+                (_item(j), item) for j, item in enumerate(items)]
             for prefix, obj in listed:
                 if isinstance(obj, dict) and obj.get("kind") in CLUSTER_KINDS:
                     objects.append(obj)
@@ -652,7 +659,7 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
         if place is None:
             continue
         located, prefix, obj = place
-        line, column = located.place([prefix + problem.path])
+        line, column = located.place([FieldPath(prefix.parts + problem.path)])
         out.results.append(_cluster_result(located.chunk, obj, Finding(
             FieldPath(problem.path), "Invalid", problem.message, line, column), line))
     return out
