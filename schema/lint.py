@@ -659,9 +659,9 @@ def read_cluster_files(paths: Sequence[str]) -> ClusterInput:
         if place is None:
             continue
         located, prefix, obj = place
-        line, column = located.place([FieldPath(prefix.parts + problem.path)])
+        line, column = located.place([FieldPath(prefix.parts + problem.path.parts)])
         out.results.append(_cluster_result(located.chunk, obj, Finding(
-            FieldPath(problem.path), "Invalid", problem.message, line, column), line))
+            problem.path, "Invalid", problem.message, line, column), line))
     return out
 
 
@@ -672,7 +672,7 @@ def cluster_from_objects(objects: Iterable[Mapping[str, Any]], *, source: str) -
     out = ClusterInput(facts_from_objects(objects))
     for problem in out.facts.problems():
         name = f"{source}/{problem.kind}/{problem.name}"
-        finding = Finding(FieldPath(problem.path), "Invalid", problem.message, 0, 0)
+        finding = Finding(problem.path, "Invalid", problem.message, 0, 0)
         out.results.append(DocumentResult(name, 0, None, problem.kind, problem.name or None,
                                           None, (finding,), line=0))
     return out

@@ -51,6 +51,7 @@ from draguard.schema.cluster.objects import (
     read_device_class,
     read_slice,
 )
+from draguard.schema.model.paths import FieldPath
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,7 @@ WATCHED: tuple[Watched, ...] = (
 )
 KINDS = frozenset(w.kind for w in WATCHED)
 _T = TypeVar("_T")
+_WHOLE = FieldPath()  # a problem with the whole object (or list), not one field
 ANYWHERE = ""
 # Device kinds kept with their attribute values. Past this many, a new kind keeps only its
 # names and classes (a "coarse" kind): memory stays bounded when every device carries its
@@ -86,7 +88,7 @@ class FactProblem:
 
     kind: str
     name: str
-    path: tuple[str | int, ...]
+    path: FieldPath
     message: str
 
     def render(self) -> str:
@@ -214,7 +216,7 @@ class ClusterFacts:
             try:
                 state.replace(kind, list(objects))
             except Exception as exc:  # never let a bad list kill the caller's loop
-                state.problem(kind, "", (), f"list not read: {exc}")
+                state.problem(kind, "", _WHOLE, f"list not read: {exc}")
             self._loaded.add(kind)
             state.publish()
 
@@ -225,7 +227,7 @@ class ClusterFacts:
             try:
                 state.apply(kind, event, obj)
             except Exception as exc:  # a malformed object must not stop the watch
-                state.problem(kind, _name(obj), (), f"not read: {exc}")
+                state.problem(kind, _name(obj), _WHOLE, f"not read: {exc}")
             state.publish()
 
 
@@ -265,7 +267,7 @@ class _Writer:
         self.drivers: set[str] = set()
         self.classes_changed = False
 
-    def problem(self, kind: str, name: str, path: tuple[str | int, ...], message: str) -> None:
+    def problem(self, kind: str, name: str, path: FieldPath, message: str) -> None:
         key = (kind, name)
         self.facts._problems[key] = (*self.facts._problems.get(key, ()),
                                      FactProblem(kind, name, path, message))
@@ -299,12 +301,12 @@ class _Writer:
         if kind not in KINDS:
             return
         if not isinstance(obj, Mapping):
-            self.problem(kind, "", (), "not an object")
+            self.problem(kind, "", _WHOLE, "not an object")
             return
         name = _name(obj)
         deleted = event == "DELETED"
         if event not in ("ADDED", "MODIFIED", "DELETED"):
-            self.problem(kind, name, (), f"unknown watch event {event!r}")
+            self.problem(kind, name, _WHOLE, f"unknown watch event {event!r}")
             return
         if kind == "DeviceClass":
             self._device_class(name, obj, deleted)
@@ -401,7 +403,7 @@ class _Writer:
             self.facts._coarse += 1
             self.drivers.add(driver)
             if self.facts._coarse == 1:
-                self.problem("ResourceSlice", _COARSE, (), (
+                self.problem("ResourceSlice", _COARSE, _WHOLE, (
                     f"more than {MAX_KINDS} distinct devices: further ones are kept without "
                     "their attribute values, so request selectors are not evaluated on them"))
         return signature

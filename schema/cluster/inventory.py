@@ -207,9 +207,9 @@ class _Place:
         self.chunk, self.parsed, self.prefix = chunk, parsed, prefix
 
     def origin(self) -> Origin:
-        return Origin(self.chunk.file, self.finding(()).line)
+        return Origin(self.chunk.file, self.finding(FieldPath()).line)
 
-    def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
+    def finding(self, path: FieldPath, message: str = "") -> Finding:
         where = locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])
         return Finding(self.chunk.file, where.line, where.column, message)
 
@@ -222,7 +222,7 @@ class _Named:
     def origin(self) -> Origin:
         return Origin(self.file, 0)
 
-    def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
+    def finding(self, path: FieldPath, message: str = "") -> Finding:
         where = ".".join(str(p) for p in path)
         return Finding(self.file, 0, 0, f"{where}: {message}" if where else message)
 
@@ -270,7 +270,7 @@ def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, releas
     options = Options(release=release, default_namespace=namespace)
     verdict = validate_object(obj, options=options)
     if verdict.errors:
-        return [Problem(tuple(e.path.parts), f"refused by the apiserver: {e}")
+        return [Problem(e.path, f"refused by the apiserver: {e}")
                 for e in verdict.errors[:3]]
     doc_type = identify(obj)
     assert doc_type is not None  # checked by the caller
@@ -300,7 +300,7 @@ def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, releas
                     str(share) if share else None, amounts))
         if allocation.get("nodeSelector") is not None:
             claim.node_selector = read_node_selector(
-                allocation["nodeSelector"], ("status", "allocation", "nodeSelector"), problems)
+                allocation["nodeSelector"], FieldPath(("status", "allocation", "nodeSelector")), problems)
     inventory.claims[(claim.namespace, claim.name)] = claim
     return problems
 

@@ -17,8 +17,7 @@ from typing import Any
 from draguard.schema.cluster.capacity import RequestPolicy
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
 from draguard.schema.cluster.semver import version_value
-
-Path = tuple[str | int, ...]
+from draguard.schema.model.paths import FieldPath
 
 # ResourceSliceMaxDevices and its lower bound for slices with taints or counters
 # (k8s.io/api/resource/v1 types.go: ResourceSliceMaxDevices = 128,
@@ -31,7 +30,7 @@ MAX_DEVICES_WITH_TAINTS_OR_COUNTERS = 64
 class Problem:
     """Something wrong with one object, at a path inside its document."""
 
-    path: Path
+    path: FieldPath
     message: str
 
 
@@ -183,7 +182,7 @@ def meta_name(obj: Mapping[str, Any]) -> str:
 def read_node(obj: Mapping[str, Any], origin: Origin) -> tuple[Node | None, list[Problem]]:
     name = meta_name(obj)
     if not name:
-        return None, [Problem(("metadata", "name"), "Node without a name")]
+        return None, [Problem(FieldPath(("metadata", "name")), "Node without a name")]
     labels = {k: v for k, v in _map(_map(obj.get("metadata")).get("labels")).items()
               if isinstance(v, str)}
     return Node(name, labels, origin), []
@@ -192,13 +191,13 @@ def read_node(obj: Mapping[str, Any], origin: Origin) -> tuple[Node | None, list
 def read_device_class(obj: Mapping[str, Any], origin: Origin) -> tuple[DeviceClass | None, list[Problem]]:
     name = meta_name(obj)
     if not name:
-        return None, [Problem(("metadata", "name"), "DeviceClass without a name")]
+        return None, [Problem(FieldPath(("metadata", "name")), "DeviceClass without a name")]
     problems: list[Problem] = []
     selectors: list[str] = []
     for i, selector in enumerate(_list(_map(obj.get("spec")).get("selectors"))):
         expression = _map(_map(selector).get("cel")).get("expression")
         if not isinstance(expression, str) or not expression:
-            problems.append(Problem(("spec", "selectors", i), "selector without a CEL expression"))
+            problems.append(Problem(FieldPath(("spec", "selectors", i)), "selector without a CEL expression"))
             continue
         selectors.append(expression)
     return DeviceClass(name, selectors, origin), problems
@@ -207,7 +206,7 @@ def read_device_class(obj: Mapping[str, Any], origin: Origin) -> tuple[DeviceCla
 def read_pod(obj: Mapping[str, Any], origin: Origin, default_namespace: str) -> tuple[Pod | None, list[Problem]]:
     name = meta_name(obj)
     if not name:
-        return None, [Problem(("metadata", "name"), "Pod without a name")]
+        return None, [Problem(FieldPath(("metadata", "name")), "Pod without a name")]
     namespace = _str(_map(obj.get("metadata")).get("namespace")) or default_namespace
     claims: list[PodClaim] = []
     problems: list[Problem] = []
@@ -216,7 +215,7 @@ def read_pod(obj: Mapping[str, Any], origin: Origin, default_namespace: str) -> 
         claim = _str(entry.get("resourceClaimName")) or None
         template = _str(entry.get("resourceClaimTemplateName")) or None
         if not _str(entry.get("name")) or (claim is None) == (template is None):
-            problems.append(Problem(("spec", "resourceClaims", i),
+            problems.append(Problem(FieldPath(("spec", "resourceClaims", i)),
                                     "needs a name and exactly one of resourceClaimName, "
                                     "resourceClaimTemplateName"))
             continue
@@ -224,7 +223,7 @@ def read_pod(obj: Mapping[str, Any], origin: Origin, default_namespace: str) -> 
     return Pod(namespace, name, claims, origin), problems
 
 
-def read_node_selector(value: Any, path: Path, problems: list[Problem]) -> NodeSelector:
+def read_node_selector(value: Any, path: FieldPath, problems: list[Problem]) -> NodeSelector:
     terms: NodeSelector = []
     for i, term in enumerate(_list(_map(value).get("nodeSelectorTerms"))):
         term = _map(term)
@@ -235,7 +234,7 @@ def read_node_selector(value: Any, path: Path, problems: list[Problem]) -> NodeS
                 requirement = _map(requirement)
                 operator = _str(requirement.get("operator"))
                 if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-                    problems.append(Problem((*path, "nodeSelectorTerms", i, key, j, "operator"),
+                    problems.append(Problem(FieldPath((*path, "nodeSelectorTerms", i, key, j, "operator")),
                                             f"unsupported node selector operator {operator!r}"))
                     continue
                 values = tuple(v for v in _list(requirement.get("values")) if isinstance(v, str))
@@ -263,23 +262,23 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
                    per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
                    origin=origin)
     if "nodeSelector" in chosen:
-        result.node_selector = read_node_selector(spec.get("nodeSelector"), ("spec", "nodeSelector"), problems)
+        result.node_selector = read_node_selector(spec.get("nodeSelector"), FieldPath(("spec", "nodeSelector")), problems)
     for i, counter_set in enumerate(_list(spec.get("sharedCounters"))):
         counter_set = _map(counter_set)
         result.shared_counters[_str(counter_set.get("name"))] = _counters(
-            counter_set.get("counters"), ("spec", "sharedCounters", i, "counters"), problems)
+            counter_set.get("counters"), FieldPath(("spec", "sharedCounters", i, "counters")), problems)
     devices = _list(spec.get("devices"))
     limit = _device_limit(devices)
     if len(devices) > limit:
-        return None, [Problem(("spec", "devices"),
+        return None, [Problem(FieldPath(("spec", "devices")),
                               f"Too many: {len(devices)}: must have at most {limit} items")]
     seen: set[str] = set()
     for i, raw in enumerate(devices):
-        device = _read_device(_map(raw), ("spec", "devices", i), problems)
+        device = _read_device(_map(raw), FieldPath(("spec", "devices", i)), problems)
         if device is None:
             continue
         if device.name in seen:
-            return None, [Problem(("spec", "devices", i, "name"),
+            return None, [Problem(FieldPath(("spec", "devices", i, "name")),
                                   f"Duplicate value: {device.name!r}")]
         seen.add(device.name)
         result.devices.append(device)
@@ -292,7 +291,7 @@ _NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelecti
 def _slice_problems(name: str, driver: str, pool_name: str, generation: int | None,
                     count: int | None, chosen: list[str], spec: Mapping[str, Any]) -> list[Problem]:
     """Why the apiserver would not store the slice (read_slice checks cheaply first)."""
-    fatal = [Problem(p, m) for p, ok, m in (
+    fatal = [Problem(FieldPath(p), m) for p, ok, m in (
         (("metadata", "name"), bool(name), "ResourceSlice without a name"),
         (("spec", "driver"), bool(driver), "Required value: spec.driver"),
         (("spec", "pool", "name"), bool(pool_name), "Required value: spec.pool.name"),
@@ -302,7 +301,7 @@ def _slice_problems(name: str, driver: str, pool_name: str, generation: int | No
          "spec.pool.resourceSliceCount must be an integer > 0"),
     ) if not ok]
     if len(chosen) > 1 or (not chosen and not spec.get("sharedCounters")):
-        fatal.append(Problem(("spec",), "exactly one of nodeName, nodeSelector, allNodes, "
+        fatal.append(Problem(FieldPath(("spec",)), "exactly one of nodeName, nodeSelector, allNodes, "
                                          "perDeviceNodeSelection is required"))
     return fatal
 
@@ -314,12 +313,12 @@ def _device_limit(devices: list[Any]) -> int:
     return MAX_DEVICES_WITH_TAINTS_OR_COUNTERS if special else MAX_DEVICES
 
 
-def _counters(value: Any, path: Path, problems: list[Problem]) -> dict[str, Fraction]:
+def _counters(value: Any, path: FieldPath, problems: list[Problem]) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     for name, counter in _map(value).items():
         amount = parse_quantity(_map(counter).get("value"))
         if amount is None:
-            problems.append(Problem((*path, name, "value"), "not a quantity"))
+            problems.append(Problem(FieldPath((*path, name, "value")), "not a quantity"))
             continue
         out[name] = amount
     return out
@@ -328,10 +327,10 @@ def _counters(value: Any, path: Path, problems: list[Problem]) -> dict[str, Frac
 _ATTRIBUTE_TYPES = ("string", "int", "bool", "version")
 
 
-def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) -> Device | None:
+def _read_device(raw: Mapping[str, Any], path: FieldPath, problems: list[Problem]) -> Device | None:
     name = _str(raw.get("name"))
     if not name:
-        problems.append(Problem((*path, "name"), "device without a name, left out"))
+        problems.append(Problem(FieldPath((*path, "name")), "device without a name, left out"))
         return None
     attributes: dict[str, tuple[str, Any]] = {}
     for key, attribute in _map(raw.get("attributes")).items():
@@ -343,7 +342,7 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
         typed = [(t, _map(attribute).get(t)) for t in _ATTRIBUTE_TYPES
                  if _map(attribute).get(t) is not None]
         if len(typed) != 1:
-            problems.append(Problem((*path, "attributes", key),
+            problems.append(Problem(FieldPath((*path, "attributes", key)),
                                     "an attribute needs exactly one of string, int, bool, version"))
             continue
         attributes[key] = typed[0]
@@ -352,15 +351,15 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
     for key, entry in _map(raw.get("capacity")).items():
         amount = parse_quantity(_map(entry).get("value"))
         if amount is None:
-            problems.append(Problem((*path, "capacity", key, "value"), "not a quantity"))
+            problems.append(Problem(FieldPath((*path, "capacity", key, "value")), "not a quantity"))
             continue
         capacity[key] = amount
         if _map(entry).get("requestPolicy") is not None:
             policies[key] = _request_policy(_map(_map(entry).get("requestPolicy")),
-                                            (*path, "capacity", key, "requestPolicy"), problems)
+                                            FieldPath((*path, "capacity", key, "requestPolicy")), problems)
     raw_consumes, raw_taints = raw.get("consumesCounters"), raw.get("taints")
     consumes = [(_str(_map(c).get("counterSet")),
-                 _counters(_map(c).get("counters"), (*path, "consumesCounters", j, "counters"), problems))
+                 _counters(_map(c).get("counters"), FieldPath((*path, "consumesCounters", j, "counters")), problems))
                 for j, c in enumerate(_list(raw_consumes))] if raw_consumes else []
     device = Device(name, attributes, capacity,
                     [dict(_map(t)) for t in _list(raw_taints)] if raw_taints else [], consumes,
@@ -369,18 +368,18 @@ def _read_device(raw: Mapping[str, Any], path: Path, problems: list[Problem]) ->
                     allow_multiple_allocations=raw.get("allowMultipleAllocations") is True,
                     policies=policies)
     if raw.get("nodeSelector") is not None:
-        device.node_selector = read_node_selector(raw.get("nodeSelector"), (*path, "nodeSelector"), problems)
+        device.node_selector = read_node_selector(raw.get("nodeSelector"), FieldPath((*path, "nodeSelector")), problems)
     return device
 
 
-def _request_policy(raw: Mapping[str, Any], path: Path, problems: list[Problem]) -> RequestPolicy:
+def _request_policy(raw: Mapping[str, Any], path: FieldPath, problems: list[Problem]) -> RequestPolicy:
     """A capacity's requestPolicy (KEP-5075); an unreadable quantity is a problem, left out."""
     def amount(value: Any, *where: str | int) -> Fraction | None:
         if value is None:
             return None
         found = parse_quantity(value)
         if found is None:
-            problems.append(Problem((*path, *where), "not a quantity"))
+            problems.append(Problem(FieldPath((*path, *where)), "not a quantity"))
         return found
 
     valid_range = _map(raw.get("validRange"))

@@ -148,7 +148,7 @@ def test_bad_attributes_are_problems_the_rest_kept() -> None:
     published = facts.snapshot().published["d1"]
     assert dict(published.attributes["d1"]) == {"s": "string", "i": "int", "b": "bool",
                                                "v": "version"}
-    assert {p.path[-1] for p in facts.problems()} == {"bad", "none"}
+    assert {p.path.parts[-1] for p in facts.problems()} == {"bad", "none"}
 
 
 def test_garbage_never_raises() -> None:
