@@ -396,7 +396,7 @@ def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
     if options.release.declarative_beta:
         spec_errors = merge_declarative(list(spec_errors), prepared.claim_spec,
-                                        prepared.spec_path)
+                                        prepared.spec_path, prepared.doc_type.version)
     if prepared.origins is None:
         errors += spec_errors
     else:
