@@ -48,10 +48,11 @@ from typing import Any
 
 from draguard.schema.model.errors import ErrorType, FieldError
 from draguard.schema.model.paths import FieldPath
+from draguard.schema.rules.derived import UNUSED
 
 # DeviceSubRequest's fields in Go order; `name` and `deviceClassName` have no omitempty.
 _SUB_FIELDS = ("name", "deviceClassName", "selectors", "allocationMode", "count",
-               "tolerations", "capacity")
+               "tolerations", "capacity", "derivedAttributes")
 _ALWAYS = frozenset({"name", "deviceClassName"})
 _TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
 
@@ -115,9 +116,19 @@ _COVERED: dict[ErrorType, frozenset[tuple[Any, ...]]] = {
     }),
     ErrorType.REQUIRED: frozenset({(*_SUB, "deviceClassName")}),
 }
+# derivedAttributes' declarative checks (unprefixed tags, always enforced; see
+# rules/derived.py): not covering anything, but placed the same way.
+_DERIVED = ((*_REQ, "exactly", "derivedAttributes"), (*_SUB, "derivedAttributes"))
+_COVERED[ErrorType.TOO_MANY] |= frozenset(_DERIVED)
+_COVERED[ErrorType.REQUIRED] |= frozenset(
+    (*at, "#", key) for at in _DERIVED for key in ("name", "expression"))
+_COVERED[ErrorType.INVALID] = _COVERED[ErrorType.TOO_LONG] = frozenset(
+    (*at, "#", "name") for at in _DERIVED)
 
 
 def _covered(err: FieldError, rest: tuple[Any, ...]) -> bool:
+    if err.detail == UNUSED:  # derived.py's hand-written check shares the name's path
+        return False
     shape = tuple("#" if isinstance(part, int) else part for part in rest)
     return shape in _COVERED.get(err.type, frozenset())
 
@@ -129,7 +140,8 @@ _FIELD_ORDER = {name: i for i, name in enumerate((
     "devices", "requests", "constraints", "config", "name", "exactly", "firstAvailable",
     "deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations",
     "capacity", "matchAttribute", "distinctAttribute", "opaque", "driver",
-    "key", "operator", "value", "effect", "tolerationSeconds",
+    "key", "operator", "value", "effect", "tolerationSeconds", "derivedAttributes",
+    "expression",
 ))}
 
 
