@@ -30,8 +30,8 @@ request's version, and upstream's equivalence test (pkg/registry/resource/resour
 declarative_validation_test.go) checks hand-written against declarative errors for
 v1beta1, v1beta2 and v1 alike, which fails unless all three carry the rule. Their
 DeviceSubRequest has the same fields in the same order; v1beta1's DeviceRequest is
-flat, so a duplicate request name in v1beta1 keeps the hand-written value (the name):
-draguard does not print v1beta1's struct.
+flat (the exact request's fields and `firstAvailable` side by side), and a duplicate
+request in v1beta1 prints that struct.
 
 Not reproduced, because the stored code does not settle it: the other formats the tags
 add (`k8s-resource-fully-qualified-name` on matchAttribute, `k8s-label-key` on a
@@ -177,9 +177,8 @@ def _declarative(
                               err.detail)
     except (KeyError, IndexError, TypeError):
         return err
-    if api_version == "v1beta1":
-        return err  # its flat DeviceRequest: see the module docstring
-    return FieldError(err.type, err.path, _request_json(item), err.detail)
+    as_json = _request_json_v1beta1 if api_version == "v1beta1" else _request_json
+    return FieldError(err.type, err.path, as_json(item), err.detail)
 
 
 # ExactDeviceRequest's fields in Go order; only `deviceClassName` lacks omitempty.
@@ -199,6 +198,27 @@ def _request_json(request: Any) -> Any:
     subs = request.get("firstAvailable")
     if isinstance(subs, list) and subs:
         out["firstAvailable"] = [_go_json(sub) for sub in subs]
+    return out
+
+
+# v1beta1's flat DeviceRequest in Go order (staging/src/k8s.io/api/resource/v1beta1/
+# types.go): the exact request's fields with `firstAvailable` among them;
+# `deviceClassName` has no omitempty there either.
+_V1BETA1_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
+                   "firstAvailable", "tolerations", "capacity", "derivedAttributes")
+
+
+def _request_json_v1beta1(request: Any) -> Any:
+    """A v1beta1 DeviceRequest as encoding/json writes it, from the hub request."""
+    if not isinstance(request, dict):
+        return request
+    exactly = request.get("exactly")
+    flat: dict[str, Any] = dict(exactly) if isinstance(exactly, dict) else {}
+    subs = request.get("firstAvailable")
+    if isinstance(subs, list) and subs:
+        flat["firstAvailable"] = [_go_json(sub) for sub in subs]
+    out: dict[str, Any] = {"name": request.get("name") or ""}
+    out.update(_struct_json(flat, _V1BETA1_FIELDS, frozenset({"deviceClassName"})))
     return out
 
 
