@@ -214,7 +214,7 @@ class _Remembered:
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
-# Release minor, patch, profiles, namespace labels.
+# Release minor, patch, profiles, namespace labels, alpha gates turned on.
 _OptionsKey = tuple[
     int, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
 ]
