@@ -149,7 +149,7 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     if doc_type.version == "v1beta1":
         claim_spec = spec_v1beta1_to_hub(claim_spec)
         holder["spec"] = claim_spec
-    dropped = tuple(drop_disabled_fields(claim_spec, spec_path, release))
+    dropped = tuple(drop_disabled_fields(claim_spec, spec_path, release, options.feature_gates))
     return Prepared(doc_type, document, claim_spec, spec_path, findings, origins, dropped)
 
 
@@ -214,8 +214,10 @@ class _Remembered:
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
-# Release minor, patch, profiles, namespace labels.
-_OptionsKey = tuple[int, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None]
+# Release minor, patch, profiles, namespace labels, alpha gates turned on.
+_OptionsKey = tuple[
+    int, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
+]
 # The content of all but metadata (see `_SpecMemo`), the relevant annotations, options.
 _Key = tuple[Any, ...]
 
@@ -272,6 +274,7 @@ class _SpecMemo:
             options.kubernetes_patch,
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),
+            tuple(sorted(options.feature_gates)),
         )
         # Remembering holds the Options, and with it the request's namespace: a client's
         # namespace may be megabytes long, real ones are DNS labels (issue 15 §3).
@@ -396,7 +399,7 @@ def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
     if options.release.declarative_beta:
         spec_errors = merge_declarative(list(spec_errors), prepared.claim_spec,
-                                        prepared.spec_path)
+                                        prepared.spec_path, prepared.doc_type.version)
     if prepared.origins is None:
         errors += spec_errors
     else:

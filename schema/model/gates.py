@@ -14,14 +14,16 @@ from draguard.schema.model.releases import Release
 
 
 def drop_disabled_fields(
-    spec: dict[str, Any], path: FieldPath, release: Release
+    spec: dict[str, Any], path: FieldPath, release: Release,
+    enabled: frozenset[str] = frozenset(),
 ) -> list[FieldPath]:
     """Drop the gated fields `release`'s strategy drops (its gate off by default, and a
-    working drop in that release: see `Release.keeps_tolerations`); return their paths."""
+    working drop in that release: see `Release.keeps_tolerations`), except those of the
+    alpha gates in `enabled` (`Options.feature_gates`); return their paths."""
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
-    off, prioritized_list = _gated_off(release), release.prioritized_list
+    off, prioritized_list = _gated_off(release, enabled), release.prioritized_list
     dropped: list[FieldPath] = []
     requests = devices.get("requests")
     for i, request in enumerate(requests if isinstance(requests, list) else []):
@@ -71,7 +73,7 @@ def drop_disabled_fields(
 
 
 @cache
-def _gated_off(release: Release) -> tuple[str, ...]:
+def _gated_off(release: Release, gates: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """Per exact request and subrequest: the fields this release's strategy drops."""
     return tuple(
         key
@@ -79,7 +81,7 @@ def _gated_off(release: Release) -> tuple[str, ...]:
             ("tolerations", release.keeps_tolerations),
             ("adminAccess", release.admin_access),
             ("capacity", release.consumable_capacity),
-            ("derivedAttributes", release.derived_attributes),
+            ("derivedAttributes", release.derived_attributes_on(gates)),
         )
         if not enabled
     )

@@ -20,6 +20,9 @@ class Options:
     `remember_specs` memoizes verdicts per spec: worth it where the same spec comes
     again and again (the webhook: one claim per pod from a template), a cost where
     every document differs (a repository under lint).
+    `feature_gates` names the alpha gates turned on (`releases.ALPHA_GATES`, e.g.
+    DRADerivedAttributes), as `--feature-gates=X=true` does on a cluster; a gate the
+    release does not have changes nothing.
     """
 
     release: Release = DEFAULT_RELEASE
@@ -28,6 +31,7 @@ class Options:
     kubernetes_patch: int | None = None
     profiles: frozenset[str] = frozenset()
     remember_specs: bool = False
+    feature_gates: frozenset[str] = frozenset()
 
 
 DEFAULT_OPTIONS = Options()

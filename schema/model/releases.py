@@ -37,6 +37,12 @@ DRIVER_NAME_MAX = 63  # DriverNameMaxLength
 DEVICE_DOMAIN_MAX = 63  # DeviceMaxDomainLength: the domain of an attribute or capacity name
 ATTRIBUTE_VALUE_MAX = 64  # DeviceAttributeMaxValueLength
 DEVICE_ATTRIBUTES_MAX = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
+# derivedAttributes (DRADerivedAttributes, alpha from 1.37; staging/src/k8s.io/api/
+# resource/v1/types.go): at most 32 per request (`+k8s:maxItems=32`,
+# DeviceDerivedAttributesMaxSize), and one CEL cost budget for all of a claim's
+# expressions together (DeviceClaimDerivedAttributeCELMaxCost).
+DERIVED_ATTRIBUTES_MAX = 32
+DERIVED_ATTRIBUTES_COST_MAX = 1_000_000
 
 
 class _Since:
@@ -97,6 +103,13 @@ class Release:
     def derived_attributes(self) -> bool:
         """DRADerivedAttributes is alpha and off by default wherever it exists (§1.1)."""
         return False
+
+    def derived_attributes_on(self, gates: frozenset[str]) -> bool:
+        """The field is kept: the release has it and DRADerivedAttributes is on, by
+        default (never yet) or by `Options.feature_gates`."""
+        if not self.has_derived_attributes:
+            return False
+        return self.derived_attributes or ALPHA_GATES["derivedAttributes"] in gates
 
     # §1.2 API versions.
     def has_api_version(self, version: str) -> bool:

@@ -42,6 +42,7 @@ from draguard.schema.model.releases import (
     SELECTORS_MAX,
     Release,
 )
+from draguard.schema.rules.derived import check_derived_attributes
 
 ONE_OF_REQUIRED = "exactly one of `exactly` or `firstAvailable` is required"
 ONE_OF_MULTIPLE = ONE_OF_REQUIRED + ", but multiple fields are set"
@@ -92,6 +93,7 @@ class Rules:
         self._short_circuit = release.short_circuit_too_many
         self._duplicate_at_name = release.duplicate_at_name
         self._effects = release.toleration_effects
+        self._derived = release.has_derived_attributes
         # Expressions known to compile cleanly in this release: a set lookup is several
         # times cheaper than the call into the CEL cache, and selectors repeat a lot.
         self._passing: set[str] = set()
@@ -167,15 +169,18 @@ class Rules:
         )
         constraints = _items(devices.get("constraints"))
         configs = _items(devices.get("config"))
-        if not constraints and not configs:
-            return  # nothing refers to the requests: no lookup table to build
-        names = _gather_request_names(requests)
-        for items, limit, check, key in (
-            (constraints, CONSTRAINTS_MAX, self._check_constraint, "constraints"),
-            (configs, CONFIG_MAX, self._check_config, "config"),
-        ):
-            if items:
-                yield from self._check_list(items, limit, partial(check, names=names), (*path, key))
+        if constraints or configs:  # else nothing refers to the requests: no lookup table
+            names = _gather_request_names(requests)
+            for items, limit, check, key in (
+                (constraints, CONSTRAINTS_MAX, self._check_constraint, "constraints"),
+                (configs, CONFIG_MAX, self._check_config, "config"),
+            ):
+                if items:
+                    yield from self._check_list(
+                        items, limit, partial(check, names=names), (*path, key)
+                    )
+        if self._derived:  # kept only with DRADerivedAttributes on (model/gates.py)
+            yield from check_derived_attributes(requests, constraints, path, self.release)
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
