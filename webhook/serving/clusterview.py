@@ -173,8 +173,7 @@ class ClusterView:
         self.tuning = tuning or Tuning()
         self.clock = clock
         self._connect = connect
-        self._api: Any = None
-        self._api_lock = threading.Lock()
+        self._local = threading.local()  # one API client per thread, see `_client`
         self._stop = threading.Event()
         self._loaded = threading.Event()
         self._responses: dict[str, Any] = {}
@@ -284,10 +283,13 @@ class ClusterView:
             self.observer.view_restarted(kind, reason)
 
     def _client(self) -> Any:
-        with self._api_lock:
-            if self._api is None:
-                self._api = self._connect()
-            return self._api
+        # One client (and so one urllib3 pool) per thread: in the gevent worker each native
+        # thread has its own hub, and a pooled connection made under one thread's hub and
+        # reused by another fails with "Cannot switch to a different thread".
+        api = getattr(self._local, "api", None)
+        if api is None:
+            api = self._local.api = self._connect()
+        return api
 
     def _relist(self, watched: Watched, call: ListCall) -> str:
         """List every page, hand them to the sink at once; the list's resourceVersion."""
