@@ -1,6 +1,7 @@
 """Benchmark: objects per second for every conversion of a typical claim (issue 3).
 
     .venv/bin/python bench/convert.py [--seconds 1.0] [--target 5000]
+    .venv/bin/python bench/convert.py --commands 3000   # whole commands (issue 21)
 
 One process, one thread (so: one core). For each source shape (v1, v1beta2, v1beta1,
 parallel) and each target (v1, v1beta2, v1beta1, parallel, nested), times
@@ -10,6 +11,14 @@ opaque config — and prints objects/s and µs per object. Also times the whole
 round-trip proof (`round_trips`: 12 ordered shape pairs) and the YAML path of
 `draguard convert` (`convert_file`: read, ruamel load, convert, dump) per document.
 
+`--commands N` instead times whole `draguard` processes (issue 21) on a generated file
+of N v1beta1 documents (the typical claim, each named apart, a comment before each):
+`convert --to v1` (every document converted), `convert --to v1beta1` (nothing to
+convert), `fix` (every document rewritten) and `fix` again (nothing left), and
+`roundtrip`; documents per CPU second of the child process (start included), so that
+other processes on a shared machine count less. Targets (issue 21): convert and fix
+≥ 2,000 documents/s, roundtrip ≥ 1,000/s.
+
 Target (issue 3): at least 5,000 objects/s on one core for every conversion of the
 typical claim. Exit status 0 when every conversion meets it, 1 otherwise.
 """
@@ -18,6 +27,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,11 +111,60 @@ def in_shape(shape: str) -> dict[str, Any]:
     return document
 
 
+def stream(documents: int) -> str:
+    """`documents` v1beta1 claims (the typical one, named apart), `---` and a comment each."""
+    one = in_shape("v1beta1")
+    claim = yaml.safe_dump(one, sort_keys=False, default_flow_style=None, width=4096)
+    return "".join(
+        f"---\n# claim {i}\n" + claim.replace("name: trainer", f"name: trainer-{i}", 1)
+        for i in range(documents)
+    )
+
+
+def command_rate(args: list[str], documents: int) -> float:
+    """Documents per CPU second (user + system) of one whole `draguard` process."""
+    draguard = str(Path(sys.executable).with_name("draguard"))
+    before = os.times()
+    subprocess.run([draguard, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system)
+    return documents / cpu
+
+
+def commands(documents: int) -> int:
+    """The whole-command figures of issue 21 (see the module docstring)."""
+    print(f"load average {os.getloadavg()[0]:.2f}; {documents:,} v1beta1 documents")
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "claims.yaml"
+        source.write_text(stream(documents))
+        again = Path(folder) / "fixed.yaml"
+        shutil.copy(source, again)
+        runs = [
+            ("convert --to v1 (all converted)", ["convert", "--to", "v1", str(source)], 2000),
+            ("convert --to v1beta1 (none)", ["convert", "--to", "v1beta1", str(source)], 2000),
+            ("fix (all rewritten)", ["fix", str(again)], 2000),
+            ("fix again (none left)", ["fix", str(again)], 2000),
+            ("roundtrip", ["roundtrip", str(source)], 1000),
+        ]
+        met = True
+        for title, args, target in runs:
+            per_second = command_rate(args, documents)
+            met = met and per_second >= target
+            print(f"{title:34}{per_second:10,.0f} documents/CPU s (target {target:,})")
+    return 0 if met else 1
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
     parser.add_argument("--target", type=int, default=TARGET_PER_SECOND, help="objects/s")
+    parser.add_argument("--commands", type=int, metavar="N", default=0,
+                        help="time whole commands on N documents instead (issue 21)")
     args = parser.parse_args(argv)
+    if args.commands:
+        return commands(args.commands)
 
     print(f"{'from':10}{'to':10}{'objects/s':>12}{'µs/object':>12}{'wall obj/s':>12}")
     slowest = float("inf")

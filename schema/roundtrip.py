@@ -46,28 +46,68 @@ def round_trips(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> list[Trip] |
             return None
         # No shape to start from (issue 17): every trip is refused with the one reason.
         return [Trip(a, b, refused=f"cannot reach {a}: {err}") for a, b in permutations(SHAPES, 2)]
-    return [round_trip(obj, a, b, options=options) for a, b in permutations(SHAPES, 2)]
+    memo = _Memo(options)
+    return [_round_trip(obj, a, b, memo) for a, b in permutations(SHAPES, 2)]
 
 
 def round_trip(obj: Any, start: str, via: str, *, options: Options = DEFAULT_OPTIONS) -> Trip:
-    base = _to_shape(obj, start, options)
+    return _round_trip(obj, start, via, _Memo(options))
+
+
+class _Memo:
+    """Conversions and meanings already computed for one document's trips.
+
+    The 12 trips of `round_trips` start from 4 shapes and pass through documents that
+    often recur (A → B of one trip is the B of another), so most conversions repeat.
+    Documents are keyed by `repr`, which tells 1, 1.0 and True apart and keeps key order;
+    results are never mutated (conversion copies its input, `meaning` its document).
+    """
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self._conversions: dict[tuple[str, str], Conversion] = {}
+        self._meanings: dict[str, dict[str, Any]] = {}
+        # repr of each document seen, by identity (the document is kept alive beside it).
+        self._keys: dict[int, tuple[Any, str]] = {}
+
+    def _key(self, obj: Any) -> str:
+        known = self._keys.get(id(obj))
+        if known is None or known[0] is not obj:
+            known = self._keys[id(obj)] = (obj, repr(obj))
+        return known[1]
+
+    def convert(self, obj: Any, shape: str) -> Conversion:
+        key = (self._key(obj), shape)
+        if key not in self._conversions:
+            self._conversions[key] = convert_document(obj, shape, options=self.options)
+        return self._conversions[key]
+
+    def differences(self, before: dict[str, Any], after: dict[str, Any]) -> tuple[Change, ...]:
+        """`diff` of the two documents' meanings; none for the same text of a document."""
+        key_before, key_after = self._key(before), self._key(after)
+        if key_before == key_after:
+            return ()
+        return tuple(diff(self._meaning(key_before, before), self._meaning(key_after, after)))
+
+    def _meaning(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
+        if key not in self._meanings:
+            self._meanings[key] = meaning(obj, self.options)
+        return self._meanings[key]
+
+
+def _round_trip(obj: Any, start: str, via: str, memo: _Memo) -> Trip:
+    base = memo.convert(obj, start)
     if not base.lossless or base.document is None:
         return Trip(
             start, via, refused=f"cannot reach {start}: " + "; ".join(map(str, base.losses))
         )
-    there = _to_shape(base.document, via, options)
+    there = memo.convert(base.document, via)
     if not there.lossless or there.document is None:
         return Trip(start, via, refused=f"{start} → {via}: " + "; ".join(map(str, there.losses)))
-    back = _to_shape(there.document, start, options)
+    back = memo.convert(there.document, start)
     if not back.lossless or back.document is None:
         return Trip(start, via, refused=f"{via} → {start}: " + "; ".join(map(str, back.losses)))
-    return Trip(
-        start, via, tuple(diff(meaning(base.document, options), meaning(back.document, options)))
-    )
-
-
-def _to_shape(obj: Any, shape: str, options: Options) -> Conversion:
-    return convert_document(obj, shape, options=options)
+    return Trip(start, via, memo.differences(base.document, back.document))
 
 
 def meaning(obj: dict[str, Any], options: Options = DEFAULT_OPTIONS) -> dict[str, Any]:

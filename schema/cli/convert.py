@@ -37,6 +37,7 @@ from draguard.schema.read.sources import (
     Chunk,
     Parsed,
     Source,
+    SyntaxProblem,
     Unreadable,
     expand_paths,
     parse,
@@ -194,6 +195,8 @@ def _convert_chunk(
         if outcome is None:
             return None, refused
         return json.dumps(to_plain(outcome), indent=2, ensure_ascii=False), refused
+    if _untouched(parse(chunk), target, options):
+        return None, False
     head = _HEAD.match(chunk.text)
     body_start = head.end() if head else 0
     tail = _TAIL.search(chunk.text, body_start)
@@ -220,6 +223,25 @@ def _convert_chunk(
     if not head and chunk.text.startswith("---"):
         before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
     return before + dump_documents([outcome]) + chunk.text[body_end:], refused
+
+
+def _untouched(parsed: Parsed | SyntaxProblem, target: str, options: Options) -> bool:
+    """Whether the document, as lint's fast reader reads it, has nothing to convert.
+
+    Such a document (another kind, or a claim already in the target shape) keeps its
+    bytes without ruamel reading and writing it, which is most of convert's time; a
+    document that does not parse, repeats a key or has something to convert or refuse
+    goes the round-trip way, which says what it has to say.
+    """
+    if not isinstance(parsed, Parsed) or parsed.duplicates:
+        return False
+    document = parsed.value
+    items = document.get("items") if _kind(document) == "List" else None
+    for item in items if isinstance(items, list) else [document]:
+        conversion = convert_document(item, target, options=options)
+        if conversion.is_dra and (conversion.losses or conversion.document != item):
+            return False
+    return True
 
 
 def _checked_kind(document: Any) -> bool:

@@ -26,7 +26,16 @@ from ruamel.yaml.error import YAMLError
 
 from draguard.schema.advice.claims import config_reference_rewrites
 from draguard.schema.model.shapes import identify
-from draguard.schema.read.sources import STDIN, Unreadable, expand_paths, read_source
+from draguard.schema.read.sources import (
+    STDIN,
+    Parsed,
+    Source,
+    Unreadable,
+    expand_paths,
+    parse,
+    read_source,
+    split_documents,
+)
 from draguard.schema.read.yamledit import dump_documents, load_documents, to_plain
 
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
@@ -71,6 +80,8 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
     if isinstance(source, Unreadable):
         print(f"draguard fix: {source.name}: {source.reason}", file=sys.stderr)
         return EXIT_USAGE
+    if _nothing_to_fix(source):
+        return EXIT_OK
     try:
         documents = load_documents(source.text)
     except YAMLError as exc:
@@ -97,6 +108,35 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
     elif changed:
         _write_atomically(path, dump_documents(documents))
     return EXIT_LEFT if unfixable or (changed and dry_run) else EXIT_OK
+
+
+def _nothing_to_fix(source: Source) -> bool:
+    """Whether lint's fast reader finds no rewrite to make or refuse in any document.
+
+    Such a file (most files, on a second run always) is left without ruamel reading it,
+    which is most of fix's time; any document that does not parse, repeats a key, or
+    has a rewrite sends the file the round-trip way.
+    """
+    for chunk in split_documents(source):
+        parsed = parse(chunk)
+        if not isinstance(parsed, Parsed) or parsed.duplicates:
+            return False
+        devices = _devices(parsed.value)
+        if devices is not None and config_reference_rewrites(devices):
+            return False
+    return True
+
+
+def _devices(document: Any) -> dict[str, Any] | None:
+    """`spec.devices` (`spec.spec.devices` in a template) of a plain DRA document."""
+    doc_type = identify(document) if isinstance(document, dict) else None
+    if doc_type is None:
+        return None
+    spec = document.get("spec")
+    if doc_type.kind == "ResourceClaimTemplate":
+        spec = spec.get("spec") if isinstance(spec, dict) else None
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    return devices if isinstance(devices, dict) else None
 
 
 def _fix_document(document: Any) -> list[tuple[str, list[str], list[str], bool]]:

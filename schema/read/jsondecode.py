@@ -49,9 +49,26 @@ def loads(text: str) -> Any:
 def loads_checked(text: str) -> tuple[Any, list[Duplicate]]:
     """`loads`, and every key repeated in an object (kept last, as `loads` keeps it).
 
-    The C decoder hands each object's members to a hook, which notices a repeat by the
-    count alone; only then is the text walked for the paths and lines (`_duplicates`).
+    A text without a backslash (most) is checked by counting: each of its string tokens
+    (every `"` opens or closes one) is a key or a string of the decoded value, unless a
+    later member with the same key overwrote its member, which takes the earlier key
+    out of the value. So the value has fewer strings exactly when a key is repeated.
+    Other texts go through the C decoder's member hook, which notices a repeat by the
+    count of each object's members. Only on a repeat is the text walked for the paths
+    and lines (`_duplicates`).
     """
+    if "\\" in text:
+        value, repeated = _loads_hooked(text)
+    else:
+        value = json.loads(text)
+        repeated = _strings_in_value(value) != text.count('"') // 2
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        value = _replace(value)
+    return value, (_duplicates(text) if repeated else [])
+
+
+def _loads_hooked(text: str) -> tuple[Any, bool]:
+    """`json.loads`, and whether some object had a key twice."""
     repeated = False
 
     def members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -61,10 +78,33 @@ def loads_checked(text: str) -> tuple[Any, list[Duplicate]]:
             repeated = True
         return obj
 
-    value = json.loads(text, object_pairs_hook=members)
-    if _SURROGATE_ESCAPE.search(text) is not None:
-        value = _replace(value)
-    return value, (_duplicates(text) if repeated else [])
+    return json.loads(text, object_pairs_hook=members), repeated
+
+
+def _strings_in_value(value: Any) -> int:
+    """How many keys and string scalars a value decoded from a text without escapes holds.
+
+    Counted in orjson's encoding (C speed): such strings hold no `"`, `\\` or control
+    character, so the encoding has no escape and every `"` opens or closes a string.
+    A value orjson cannot encode (an integer beyond 64 bits) is walked.
+    """
+    try:
+        return orjson.dumps(value).count(b'"') // 2
+    except orjson.JSONEncodeError:
+        pass
+    count = 0
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            count += 1
+        elif kind is dict:
+            count += len(item)
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+    return count
 
 
 def _duplicates(text: str) -> list[Duplicate]:

@@ -141,6 +141,25 @@ def test_documents_nothing_converts_are_copied_byte_for_byte(
     )
 
 
+def test_a_claim_already_in_the_target_shape_keeps_its_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: nothing to convert, so no round trip re-indents or re-quotes it."""
+    text = (
+        "apiVersion: resource.k8s.io/v1\n"
+        "kind:   ResourceClaim   # odd spacing, kept\n"
+        "metadata: {name: 'done', namespace: ml}\n"
+        "spec:\n"
+        "    devices:\n"
+        "        requests:\n"
+        "            -   name: gpu\n"
+        "                exactly: {deviceClassName: gpu.example.com, allocationMode: ExactCount,"
+        " count: 1}\n"
+    )
+    status, out, err = run(["--to", "v1", str(write(tmp_path, "x.yaml", text))], capsys)
+    assert (status, out, err) == (0, text, "")
+
+
 def test_a_converted_document_keeps_its_markers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

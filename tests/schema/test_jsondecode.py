@@ -200,3 +200,68 @@ class _CountingDecoder(json.JSONDecoder):
     def raw_decode(self, s: str, idx: int = 0) -> tuple[object, int]:
         self.calls += 1
         return super().raw_decode(s, idx)
+
+
+# --- repeated keys: the counting test against the member hook ------------------------------
+
+# Keys and strings that look like JSON inside a string (`":`, `\"`, `\\`), escapes of
+# the same key (`"a"` and `"\u0061"`), and lone surrogates that `loads` replaces.
+_KEYS = st.sampled_from(["a", "b", 'a":', "\\", '"', ":", "a\ud800", "a\udfff", "é"])
+_WS = st.sampled_from(["", " ", "\n  ", "\t"])
+
+
+def _string(text: str, ascii_only: bool, spelled_out: bool) -> str:
+    if spelled_out:  # every character as \uXXXX: another spelling of the same key
+        return '"' + "".join(f"\\u{ord(c):04x}" for c in text) + '"'
+    # A raw lone surrogate cannot be in a text decoded from UTF-8: escaped then.
+    return json.dumps(text, ensure_ascii=ascii_only or re.search("[\ud800-\udfff]", text) is not None)
+
+
+@st.composite
+def _json_texts(draw: st.DrawFn, depth: int = 0) -> str:
+    """A JSON text whose objects may write a key twice, in any spelling and spacing."""
+    kind = draw(st.sampled_from(["scalar", "string", "array", "object"] if depth < 3
+                                else ["scalar", "string"]))
+    if kind == "scalar":
+        return draw(st.sampled_from(["1", "-2.5", "true", "null", "123456789012345678901234"]))
+    if kind == "string":
+        return _string(draw(st.text(alphabet='a":\\}{,[ ]\ud800é', max_size=6)),
+                       draw(st.booleans()), draw(st.booleans()))
+    ws = draw(_WS)
+    items = draw(st.lists(_json_texts(depth + 1), max_size=4))
+    if kind == "array":
+        return "[" + ws + f"{ws},{ws}".join(items) + ws + "]"
+    members = [
+        _string(draw(_KEYS), draw(st.booleans()), draw(st.booleans())) + ws + ":" + ws + item
+        for item in items
+    ]
+    return "{" + ws + f"{ws},{ws}".join(members) + ws + "}"
+
+
+def _hooked(text: str) -> tuple[object, bool]:
+    """The reference: the C decoder's member hook sees every member, repeats included."""
+    repeated = False
+
+    def members(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        nonlocal repeated
+        repeated = repeated or len(dict(pairs)) != len(pairs)
+        return dict(pairs)
+
+    return jsondecode.loads(json.dumps(json.loads(text, object_pairs_hook=members))), repeated
+
+
+@settings(deadline=None)
+@given(_json_texts())
+def test_repeated_keys_are_found_exactly_when_the_member_hook_sees_them(text: str) -> None:
+    value, duplicates = jsondecode.loads_checked(text)
+    expected, repeated = _hooked(text)
+    assert _same(value, expected)
+    assert bool(duplicates) == repeated
+    assert duplicates == (jsondecode._duplicates(text) if repeated else [])
+
+
+def test_a_colon_in_a_string_value_is_not_a_key() -> None:
+    assert jsondecode.loads_checked('{"a": "b\\":", "c": ["\\":", "a"]}')[1] == []
+    assert jsondecode.loads_checked('{"a": "x\\":", "a": 1}')[1] != []
+    assert jsondecode.loads_checked('{"a": ":", "b": {"a": 1, "\\u0061": 2}}')[1] != []
+    assert jsondecode.loads_checked('{"a": ":", "b": {"a": 1, "a": 2}}')[1] != []
