@@ -95,6 +95,10 @@ class Pool:
             self._candidates = [c for _, members in self.candidates_by_slice() for c in members]
         return self._candidates
 
+    def drop_candidates(self) -> None:
+        """Forget the candidates, which refer back to the pool (a cycle), once done with it."""
+        self._candidates = self._by_slice = None
+
     def candidates_by_slice(self) -> list[tuple[Slice, list[Candidate]]]:
         if self._by_slice is None:
             self._by_slice = [(found, [Candidate((found.driver, found.pool, device.name), device,
