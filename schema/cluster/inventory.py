@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from draguard.schema.cluster.objects import (
     NOWHERE,
     DeviceClass,
+    DeviceTable,
     Node,
     NodeSelector,
     Origin,
@@ -36,9 +37,11 @@ from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import identify
+from draguard.schema.read import jsondecode
 from draguard.schema.read.sources import (
     Chunk,
     Parsed,
+    Source,
     SyntaxProblem,
     Unreadable,
     expand_paths,
@@ -100,6 +103,7 @@ class Inventory:
     quotas: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
+    known_devices: DeviceTable = field(default_factory=dict)  # read_slice shares equal devices
 
     def allocated_devices(self, *, consumable_capacity: bool = False) -> set[DeviceKey]:
         """Devices in use by allocated claims; admin-access results do not count.
@@ -148,10 +152,38 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
             if isinstance(source, Unreadable):
                 inventory.unreadable.append(source)
                 continue
+            whole = _whole_json(source)
+            if whole is not None:
+                _add_parsed(inventory, *whole, release=release, namespace=namespace)
+                continue
             for chunk in split_documents(source):
                 add_chunk(inventory, chunk, release=release, namespace=namespace)
         check_references(inventory)
     return inventory
+
+
+def _whole_json(source: Source) -> tuple[Chunk, Parsed] | None:
+    """A JSON file that is one value (what `kubectl get -o json` writes), decoded once.
+
+    `split_documents` finds where each value ends by decoding it, and `parse` decodes
+    it again with a hook per object that notices repeated keys; explain reports no
+    repeats (the last one counts, as kubectl sends it), so one decode with orjson
+    (`loads_utf8`, which falls back to `json` where the two differ) does. None for
+    a text that is several values or does not decode: the general path reads those
+    and places the problem.
+    """
+    if source.format != "json":
+        return None
+    text = source.text
+    try:
+        value = jsondecode.loads_utf8(text.encode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    start = len(text) - len(text.lstrip(" \t\n"))  # as `split_documents` skips it
+    line_start = text.rfind("\n", 0, start) + 1
+    chunk = Chunk(source.name, 0, text[start:], text.count("\n", 0, start), start - line_start,
+                  "json")
+    return chunk, Parsed(value, None)
 
 
 @contextmanager
@@ -185,6 +217,11 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
     if isinstance(parsed, SyntaxProblem):
         inventory.findings.append(Finding(chunk.file, parsed.line, parsed.column, parsed.detail))
         return
+    _add_parsed(inventory, chunk, parsed, release=release, namespace=namespace)
+
+
+def _add_parsed(inventory: Inventory, chunk: Chunk, parsed: Parsed, *, release: Release,
+                namespace: str) -> None:
     value = parsed.value
     items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
     if isinstance(items, list):
@@ -207,6 +244,8 @@ class _Place:
         self.chunk, self.parsed, self.prefix = chunk, parsed, prefix
 
     def origin(self) -> Origin:
+        if self.parsed.positions is None:  # JSON: every place is the document's start
+            return Origin(self.chunk.file, self.chunk.line + 1)
         return Origin(self.chunk.file, self.finding(()).line)
 
     def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
@@ -238,7 +277,7 @@ def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release
     origin = place.origin()
     problems: list[Problem]
     if kind == "ResourceSlice" and api_version == "resource.k8s.io/v1":
-        found_slice, problems = read_slice(obj, origin)
+        found_slice, problems = read_slice(obj, origin, inventory.known_devices)
         if found_slice is not None:
             inventory.slices.append(found_slice)
     elif kind == "DeviceClass" and api_version == "resource.k8s.io/v1":
