@@ -9,7 +9,9 @@ finding and is left out.
 
 from __future__ import annotations
 
+import codecs
 import gc
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +43,6 @@ from draguard.schema.read import jsondecode
 from draguard.schema.read.sources import (
     Chunk,
     Parsed,
-    Source,
     SyntaxProblem,
     Unreadable,
     expand_paths,
@@ -148,13 +149,13 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     inventory = Inventory()
     with collection_paused():
         for path in expand_paths(paths):
+            whole = _whole_json(path)
+            if whole is not None:
+                _add_value(inventory, *whole, release=release, namespace=namespace)
+                continue
             source = read_source(path, stdin)
             if isinstance(source, Unreadable):
                 inventory.unreadable.append(source)
-                continue
-            whole = _whole_json(source)
-            if whole is not None:
-                _add_parsed(inventory, *whole, release=release, namespace=namespace)
                 continue
             for chunk in split_documents(source):
                 add_chunk(inventory, chunk, release=release, namespace=namespace)
@@ -162,28 +163,37 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     return inventory
 
 
-def _whole_json(source: Source) -> tuple[Chunk, Parsed] | None:
-    """A JSON file that is one value (what `kubectl get -o json` writes), decoded once.
+_JSON_SPACE = re.compile(rb"[ \t\n\r]*+")
 
-    `split_documents` finds where each value ends by decoding it, and `parse` decodes
-    it again with a hook per object that notices repeated keys; explain reports no
-    repeats (the last one counts, as kubectl sends it), so one decode with orjson
-    (`loads_utf8`, which falls back to `json` where the two differ) does. None for
-    a text that is several values or does not decode: the general path reads those
-    and places the problem.
+
+def _whole_json(path: str) -> tuple[Any, _Start] | None:
+    """A `.json` file that is one value (what `kubectl get -o json` writes), decoded once.
+
+    The general path makes the file's text (decoded, line breaks normalised), finds
+    where each value ends by decoding it (`split_documents`), then decodes it again
+    (`parse`) with a hook per object that notices repeated keys, which explain does not
+    report (the last one counts, as kubectl sends it). Here the bytes are decoded once
+    (`jsondecode.loads_utf8`: orjson, or `json` where the two differ), without the
+    text. None for a file that cannot be read, is not UTF-8, holds several values or
+    does not decode: the general path reads it again and reports or places the problem.
     """
-    if source.format != "json":
+    if not path.endswith(".json"):
         return None
-    text = source.text
     try:
-        value = jsondecode.loads_utf8(text.encode("utf-8"))
-    except (ValueError, RecursionError):
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
         return None
-    start = len(text) - len(text.lstrip(" \t\n"))  # as `split_documents` skips it
-    line_start = text.rfind("\n", 0, start) + 1
-    chunk = Chunk(source.name, 0, text[start:], text.count("\n", 0, start), start - line_start,
-                  "json")
-    return chunk, Parsed(value, None)
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        value = jsondecode.loads_utf8(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    space = _JSON_SPACE.match(data)
+    before = data[: space.end() if space is not None else 0].decode("ascii")
+    before = before.replace("\r\n", "\n").replace("\r", "\n")  # as read_source counts lines
+    return value, _Start(path, before.count("\n") + 1, len(before) - before.rfind("\n"))
 
 
 @contextmanager
@@ -217,11 +227,6 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
     if isinstance(parsed, SyntaxProblem):
         inventory.findings.append(Finding(chunk.file, parsed.line, parsed.column, parsed.detail))
         return
-    _add_parsed(inventory, chunk, parsed, release=release, namespace=namespace)
-
-
-def _add_parsed(inventory: Inventory, chunk: Chunk, parsed: Parsed, *, release: Release,
-                namespace: str) -> None:
     value = parsed.value
     items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
     if isinstance(items, list):
@@ -229,6 +234,14 @@ def _add_parsed(inventory: Inventory, chunk: Chunk, parsed: Parsed, *, release: 
             _add_object(inventory, item, _Place(chunk, parsed, ("items", i)), release, namespace)
     else:
         _add_object(inventory, value, _Place(chunk, parsed, ()), release, namespace)
+
+
+def _add_value(inventory: Inventory, value: Any, start: _Start, *, release: Release,
+               namespace: str) -> None:
+    """A JSON document decoded without positions: every object is placed at its start."""
+    items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
+    for item in items if isinstance(items, list) else [value]:
+        _add_object(inventory, item, start, release, namespace)
 
 
 def add_objects(inventory: Inventory, objects: Iterable[Mapping[str, Any]], *, source: str,
@@ -244,13 +257,27 @@ class _Place:
         self.chunk, self.parsed, self.prefix = chunk, parsed, prefix
 
     def origin(self) -> Origin:
-        if self.parsed.positions is None:  # JSON: every place is the document's start
-            return Origin(self.chunk.file, self.chunk.line + 1)
         return Origin(self.chunk.file, self.finding(()).line)
 
     def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
         where = locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])
         return Finding(self.chunk.file, where.line, where.column, message)
+
+
+class _Start:
+    """The start of a JSON document read without positions: where all its objects are placed."""
+
+    __slots__ = ("column", "file", "line", "start")
+
+    def __init__(self, file: str, line: int, column: int) -> None:
+        self.file, self.line, self.column = file, line, column
+        self.start = Origin(file, line)
+
+    def origin(self) -> Origin:
+        return self.start
+
+    def finding(self, path: tuple[str | int, ...], message: str = "") -> Finding:
+        return Finding(self.file, self.line, self.column, message)
 
 
 class _Named:
@@ -266,7 +293,7 @@ class _Named:
         return Finding(self.file, 0, 0, f"{where}: {message}" if where else message)
 
 
-_Placer = _Place | _Named
+_Placer = _Place | _Start | _Named
 
 
 def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release,
@@ -301,7 +328,8 @@ def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release
         problems = _add_claim(inventory, obj, origin, release, namespace)
     else:
         return
-    inventory.findings.extend(place.finding(p.path, p.message) for p in problems)
+    if problems:
+        inventory.findings.extend(place.finding(p.path, p.message) for p in problems)
 
 
 def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, release: Release,

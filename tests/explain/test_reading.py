@@ -106,3 +106,21 @@ def test_explain_leaves_no_cyclic_garbage() -> None:
         if enabled:
             gc.enable()
     assert result.pods
+
+
+def test_json_list_findings_are_at_the_documents_start(tmp_path: Path) -> None:
+    """Read in one decode, a JSON document has no positions: its objects are placed where it starts."""
+    bad = _slice("a", "d.example.com", {"name": "gpu-9", "capacity": {"memory": {"value": "lots"}}})
+    path = tmp_path / "cluster.json"
+    path.write_bytes(b"\xef\xbb\xbf\r\n\n  " + json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [bad]}).encode())
+    inventory = read_inventory([str(path)], release=RELEASE)
+    assert [(f.file, f.line, f.column) for f in inventory.findings] == [(str(path), 3, 3)]
+    assert inventory.slices[0].origin.line == 3
+
+
+def test_json_that_is_not_utf8_is_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.json"
+    path.write_bytes(b'{"kind": "\xff"}')
+    inventory = read_inventory([str(path)], release=RELEASE)
+    assert [u.reason[:12] for u in inventory.unreadable] == ["not UTF-8 te"]
