@@ -164,15 +164,25 @@ class SliceIndex:
     """
 
     def __init__(self, slices: Sequence[Slice]) -> None:
+        self.slices = slices
         self.by_node: dict[str, list[tuple[int, Slice]]] = {}
         self.general: list[tuple[int, Slice]] = []
-        self.by_pool: dict[tuple[str, str], list[Slice]] = {}
+        self._by_pool: dict[tuple[str, str], list[Slice]] | None = None
         for ordinal, found in enumerate(slices):
-            self.by_pool.setdefault((found.driver, found.pool), []).append(found)
             if found.node_name and not found.shared_counters:
                 self.by_node.setdefault(found.node_name, []).append((ordinal, found))
             else:
                 self.general.append((ordinal, found))
+
+    @property
+    def by_pool(self) -> dict[tuple[str, str], list[Slice]]:
+        """Every slice of each pool, made when a pool is first found incomplete on a node
+        (complete pools, the usual case, never need it)."""
+        if self._by_pool is None:
+            self._by_pool = {}
+            for found in self.slices:
+                self._by_pool.setdefault((found.driver, found.pool), []).append(found)
+        return self._by_pool
 
     def for_node(self, node: Node) -> list[Slice]:
         named = self.by_node.get(node.name, [])
@@ -183,7 +193,6 @@ class SliceIndex:
 
 def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool]:
     """Upstream `GatherPools` over the slices that may reach the node."""
-    by_pool = index.by_pool
     pools: dict[tuple[str, str], list[Slice]] = {}
     for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection
@@ -204,7 +213,7 @@ def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool
             result.append(_build_pool(driver, name, members, features, None))
             continue
         generation = members[0].generation
-        everything = by_pool.get((driver, name), [])
+        everything = index.by_pool.get((driver, name), [])
         if any(s.generation > generation for s in everything):
             continue  # obsolete: a newer generation is being published
         same = [s for s in everything if s.generation == generation]
