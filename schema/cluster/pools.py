@@ -193,19 +193,7 @@ class SliceIndex:
 
 def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool]:
     """Upstream `GatherPools` over the slices that may reach the node."""
-    pools: dict[tuple[str, str], list[Slice]] = {}
-    for found in index.for_node(node):
-        if not features.partitionable_devices and (found.per_device_node_selection
-                                                   or found.shared_counters):
-            continue
-        if found.shared_counters:
-            _add_slice(pools, found)
-        elif found.node_name or found.all_nodes or found.node_selector is not None:
-            if node_matches(node, found.node_name, found.all_nodes, found.node_selector):
-                _add_slice(pools, found)
-        elif found.per_device_node_selection and any(
-                node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in found.devices):
-            _add_slice(pools, found)
+    pools = _gathered(index, node, features)
     result: list[Pool] = []
     for (driver, name), members in pools.items():
         wanted = members[0].slice_count
@@ -224,6 +212,36 @@ def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool
     if features.sorted_pools:
         result.sort(key=lambda p: (p.driver, p.name))
     return result
+
+
+def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[str, str], list[Slice]]:
+    """The slices reaching the node by pool, newest generation only (upstream `addSlice`)."""
+    pools: dict[tuple[str, str], list[Slice]] = {}
+    if not index.general:
+        # Only slices naming this node (the usual cluster): each reaches it, and none has
+        # counter sets or per-device selection (read_slice allows one selection field),
+        # so `_add_slice` alone decides; inlined, as this runs per slice and node.
+        for _, found in index.by_node.get(node.name, ()):
+            key = (found.driver, found.pool)
+            members = pools.get(key)
+            if members is None or found.generation > members[0].generation:
+                pools[key] = [found]
+            elif found.generation == members[0].generation:
+                members.append(found)
+        return pools
+    for found in index.for_node(node):
+        if not features.partitionable_devices and (found.per_device_node_selection
+                                                   or found.shared_counters):
+            continue
+        if found.shared_counters:
+            _add_slice(pools, found)
+        elif found.node_name or found.all_nodes or found.node_selector is not None:
+            if node_matches(node, found.node_name, found.all_nodes, found.node_selector):
+                _add_slice(pools, found)
+        elif found.per_device_node_selection and any(
+                node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in found.devices):
+            _add_slice(pools, found)
+    return pools
 
 
 def _add_slice(pools: dict[tuple[str, str], list[Slice]], found: Slice) -> None:

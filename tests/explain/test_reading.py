@@ -124,3 +124,21 @@ def test_json_that_is_not_utf8_is_unreadable(tmp_path: Path) -> None:
     path.write_bytes(b'{"kind": "\xff"}')
     inventory = read_inventory([str(path)], release=RELEASE)
     assert [u.reason[:12] for u in inventory.unreadable] == ["not UTF-8 te"]
+
+
+def test_named_slices_keep_the_newest_generation_per_pool() -> None:
+    """Gathering a node's own slices (the inlined path) keeps upstream's addSlice rule."""
+    from draguard.schema.cluster.objects import Node
+    from draguard.schema.cluster.pools import Features, SliceIndex, gather_pools
+
+    def sliced(name: str, generation: int, count: int) -> dict[str, Any]:
+        obj = _slice(name, "d.example.com", {**GPU, "name": name})
+        obj["spec"].update(nodeName="n", pool={"name": "p", "generation": generation,
+                                              "resourceSliceCount": count})
+        return obj
+
+    inventory = _read(sliced("old", 1, 1), sliced("new-a", 2, 2), sliced("new-b", 2, 2),
+                      sliced("older", 0, 1))
+    [pool] = gather_pools(SliceIndex(inventory.slices), Node("n", {}), Features.of(RELEASE))
+    assert [s.name for s in pool.slices] == ["new-a", "new-b"]
+    assert not pool.incomplete and pool.invalid is None
