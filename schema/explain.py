@@ -248,6 +248,20 @@ def _explain_node(node: Node, unit: _Unit, pending: list[Claim], done: list[Clai
             return NodeOutcome(node.name, False,
                                f"claim {claim.name} is allocated to devices {node.name} cannot reach")
     pools = gather_pools(by_pool, node, features)
+    try:
+        return _explain_pools(node, pools, unit, pending, done, inventory, features, cache,
+                              state, memo)
+    finally:
+        # A pool and its candidates refer to each other: freed now by reference
+        # counting, not left for a collection to find (a quarter of the run at 5,000
+        # nodes when the collector ran after it, bench/RESULTS.md issue 19).
+        for pool in pools:
+            pool.drop_candidates()
+
+
+def _explain_pools(node: Node, pools: list[Pool], unit: _Unit, pending: list[Claim],
+                   done: list[Claim], inventory: Inventory, features: Features,
+                   cache: SelectorCache, state: _State, memo: _Memo) -> NodeOutcome | str:
     allocator = Allocator(node, pending, pools, inventory.classes, state.devices, features, cache,
                           in_use=state.shared, shared_devices=state.shared_devices)
     shape = node_shape(pools, state.devices, cache, features)

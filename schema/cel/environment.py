@@ -265,6 +265,7 @@ _ATTRIBUTES = _map(STRING, _map(STRING, _t("any")))
 _CAPACITY = _map(STRING, _map(STRING, _t(QUANTITY)))
 
 
+@functools.lru_cache(maxsize=1)  # a constant: lint's checker and explain's runtime both read it
 def config_yaml() -> str:
     """The binding's environment config: extensions, variables and declarations."""
     config = {
@@ -281,7 +282,9 @@ def config_yaml() -> str:
         ],
         "functions": _function_configs(),
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    # libyaml's dumper when present: the pure-Python one costs every run's start.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(config, Dumper=dumper, sort_keys=False)
 
 
 @functools.lru_cache(maxsize=4)

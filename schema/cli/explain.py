@@ -16,14 +16,12 @@ from typing import BinaryIO, TextIO
 
 from draguard.schema import explain
 from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
-from draguard.schema.cluster import live
 from draguard.schema.cluster.inventory import (
     Inventory,
     add_objects,
     check_references,
     read_inventory,
 )
-from draguard.schema.cluster.live import LiveError
 from draguard.schema.model import releases
 
 EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
@@ -72,11 +70,15 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
         return EXIT_USAGE
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_OK
-    try:
-        inventory = _inventory(args, release, stdin, err)
-    except LiveError as exc:
-        err.write(f"draguard explain: {exc}\n")
-        return EXIT_USAGE
+    if args.from_cluster:
+        loaded = _from_cluster(args, release, stdin, err)
+        if isinstance(loaded, str):
+            err.write(f"draguard explain: {loaded}\n")
+            return EXIT_USAGE
+        inventory = loaded
+    else:
+        inventory = read_inventory(args.paths, release=release,
+                                   namespace=args.namespace or "default", stdin=stdin)
     for bad in inventory.unreadable:
         err.write(f"draguard explain: cannot read {bad.name}: {bad.reason}\n")
     if inventory.unreadable:
@@ -98,22 +100,27 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
     return EXIT_OK if all(p.schedulable for p in result.pods) else EXIT_UNSCHEDULABLE
 
 
-def _inventory(args: argparse.Namespace, release: releases.Release, stdin: BinaryIO | None,
-               err: TextIO) -> Inventory:
-    """Files first (the Pods to explain), then the live cluster when asked."""
-    if not args.from_cluster:
-        return read_inventory(args.paths, release=release, namespace=args.namespace or "default",
-                              stdin=stdin)
-    api, context_namespace = live.connect(live.Target(args.kubeconfig, args.context,
-                                                      args.in_cluster))
-    namespace = args.namespace or context_namespace or "default"
-    inventory = read_inventory(args.paths, release=release, namespace=namespace, stdin=stdin)
+def _from_cluster(args: argparse.Namespace, release: releases.Release,
+                  stdin: BinaryIO | None, err: TextIO) -> Inventory | str:
+    """Files first (the Pods to explain), then the live cluster; or why it cannot be read."""
+    # Imported here: the `kubernetes` client costs about half a second of start-up,
+    # more than explaining a 5,000-node cluster from files (bench/RESULTS.md, issue 19).
+    from draguard.schema.cluster import live
 
     def progress(line: str) -> None:
         err.write(f"\r{line}\033[K" if err.isatty() else f"{line}\n")
 
-    objects = live.list_objects(api, namespace=namespace, pod=args.pod, progress=progress)
-    add_objects(inventory, objects, source="cluster", release=release, namespace=namespace)
+    try:
+        api, context_namespace = live.connect(live.Target(args.kubeconfig, args.context,
+                                                          args.in_cluster))
+        namespace = args.namespace or context_namespace or "default"
+        inventory = read_inventory(args.paths, release=release, namespace=namespace,
+                                   stdin=stdin)
+        # A generator: the cluster is listed (and may fail) while the model is built.
+        objects = live.list_objects(api, namespace=namespace, pod=args.pod, progress=progress)
+        add_objects(inventory, objects, source="cluster", release=release, namespace=namespace)
+    except live.LiveError as exc:
+        return str(exc)
     if err.isatty():
         err.write("\n")
     check_references(inventory)

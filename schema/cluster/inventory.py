@@ -9,7 +9,9 @@ finding and is left out.
 
 from __future__ import annotations
 
+import codecs
 import gc
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import Any, BinaryIO
 from draguard.schema.cluster.objects import (
     NOWHERE,
     DeviceClass,
+    DeviceTable,
     Node,
     NodeSelector,
     Origin,
@@ -36,6 +39,7 @@ from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import identify
+from draguard.schema.read import jsondecode
 from draguard.schema.read.sources import (
     Chunk,
     Parsed,
@@ -100,6 +104,7 @@ class Inventory:
     quotas: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
+    known_devices: DeviceTable = field(default_factory=dict)  # read_slice shares equal devices
 
     def allocated_devices(self, *, consumable_capacity: bool = False) -> set[DeviceKey]:
         """Devices in use by allocated claims; admin-access results do not count.
@@ -144,6 +149,10 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     inventory = Inventory()
     with collection_paused():
         for path in expand_paths(paths):
+            whole = _whole_json(path)
+            if whole is not None:
+                _add_value(inventory, *whole, release=release, namespace=namespace)
+                continue
             source = read_source(path, stdin)
             if isinstance(source, Unreadable):
                 inventory.unreadable.append(source)
@@ -152,6 +161,39 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
                 add_chunk(inventory, chunk, release=release, namespace=namespace)
         check_references(inventory)
     return inventory
+
+
+_JSON_SPACE = re.compile(rb"[ \t\n\r]*+")
+
+
+def _whole_json(path: str) -> tuple[Any, _Start] | None:
+    """A `.json` file that is one value (what `kubectl get -o json` writes), decoded once.
+
+    The general path makes the file's text (decoded, line breaks normalised), finds
+    where each value ends by decoding it (`split_documents`), then decodes it again
+    (`parse`) with a hook per object that notices repeated keys, which explain does not
+    report (the last one counts, as kubectl sends it). Here the bytes are decoded once
+    (`jsondecode.loads_utf8`: orjson, or `json` where the two differ), without the
+    text. None for a file that cannot be read, is not UTF-8, holds several values or
+    does not decode: the general path reads it again and reports or places the problem.
+    """
+    if not path.endswith(".json"):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        value = jsondecode.loads_utf8(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    space = _JSON_SPACE.match(data)
+    before = data[: space.end() if space is not None else 0].decode("ascii")
+    before = before.replace("\r\n", "\n").replace("\r", "\n")  # as read_source counts lines
+    return value, _Start(path, before.count("\n") + 1, len(before) - before.rfind("\n"))
 
 
 @contextmanager
@@ -194,6 +236,14 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
         _add_object(inventory, value, _Place(chunk, parsed, ()), release, namespace)
 
 
+def _add_value(inventory: Inventory, value: Any, start: _Start, *, release: Release,
+               namespace: str) -> None:
+    """A JSON document decoded without positions: every object is placed at its start."""
+    items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
+    for item in items if isinstance(items, list) else [value]:
+        _add_object(inventory, item, start, release, namespace)
+
+
 def add_objects(inventory: Inventory, objects: Iterable[Mapping[str, Any]], *, source: str,
                 release: Release, namespace: str) -> None:
     """Objects from elsewhere (a live cluster): findings name the object, not a line."""
@@ -214,6 +264,24 @@ class _Place:
         return Finding(self.chunk.file, where.line, where.column, message)
 
 
+class _Start:
+    """The start of a JSON document read without positions: where all its objects are placed."""
+
+    __slots__ = ("column", "file", "line", "start")
+
+    def __init__(self, file: str, line: int, column: int) -> None:
+        self.file, self.line, self.column = file, line, column
+        self.start = Origin(file, line)
+
+    def origin(self) -> Origin:
+        return self.start
+
+    def finding(self, path: FieldPath, message: str = "") -> Finding:
+        # No positions to place it by: the field goes into the message, as for live objects.
+        where = str(path)
+        return Finding(self.file, self.line, self.column, f"{where}: {message}" if where else message)
+
+
 class _Named:
     def __init__(self, source: str, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -227,7 +295,7 @@ class _Named:
         return Finding(self.file, 0, 0, f"{where}: {message}" if where else message)
 
 
-_Placer = _Place | _Named
+_Placer = _Place | _Start | _Named
 
 
 def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release,
@@ -238,7 +306,7 @@ def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release
     origin = place.origin()
     problems: list[Problem]
     if kind == "ResourceSlice" and api_version == "resource.k8s.io/v1":
-        found_slice, problems = read_slice(obj, origin)
+        found_slice, problems = read_slice(obj, origin, inventory.known_devices)
         if found_slice is not None:
             inventory.slices.append(found_slice)
     elif kind == "DeviceClass" and api_version == "resource.k8s.io/v1":
@@ -262,7 +330,8 @@ def _add_object(inventory: Inventory, obj: Any, place: _Placer, release: Release
         problems = _add_claim(inventory, obj, origin, release, namespace)
     else:
         return
-    inventory.findings.extend(place.finding(p.path, p.message) for p in problems)
+    if problems:
+        inventory.findings.extend(place.finding(p.path, p.message) for p in problems)
 
 
 def _add_claim(inventory: Inventory, obj: dict[str, Any], origin: Origin, release: Release,
@@ -314,22 +383,27 @@ def _allocation(obj: dict[str, Any]) -> dict[str, Any] | None:
 def check_references(inventory: Inventory) -> None:
     """Findings for what the allocator would silently skip: unknown nodes, split pools."""
     known = {node.name for node in inventory.nodes}
-    generations: dict[tuple[str, str], set[int]] = {}
+    # A pool's first generation, and the generations of pools whose slices disagree:
+    # a set per pool only where needed (400,000 slices at 50,000 nodes).
+    first: dict[tuple[str, str], int] = {}
+    split: dict[tuple[str, str], set[int]] = {}
     for found in inventory.slices:
-        generations.setdefault((found.driver, found.pool), set()).add(found.generation)
+        key = (found.driver, found.pool)
+        generation = first.setdefault(key, found.generation)
+        if generation != found.generation:
+            split.setdefault(key, {generation}).add(found.generation)
         if known and found.node_name and found.node_name not in known:
             inventory.findings.append(Finding(
                 found.origin.file, found.origin.line, 1,
                 f"ResourceSlice {found.name}: node {found.node_name} is not among the Nodes read; "
                 "its devices are offered to no node"))
-    for (driver, pool), seen in sorted(generations.items()):
-        if len(seen) > 1:
-            first = next(s for s in inventory.slices if (s.driver, s.pool) == (driver, pool))
-            inventory.findings.append(Finding(
-                first.origin.file, first.origin.line, 1,
-                f"pool {driver}/{pool}: slices disagree on generation ({', '.join(map(str, sorted(seen)))}); "
-                f"only generation {max(seen)} counts, the pool is complete only when all "
-                "its slices have it"))
+    for (driver, pool), seen in sorted(split.items()):
+        at = next(s for s in inventory.slices if (s.driver, s.pool) == (driver, pool))
+        inventory.findings.append(Finding(
+            at.origin.file, at.origin.line, 1,
+            f"pool {driver}/{pool}: slices disagree on generation ({', '.join(map(str, sorted(seen)))}); "
+            f"only generation {max(seen)} counts, the pool is complete only when all "
+            "its slices have it"))
 
 
 def pod_claim_names(pod: Pod) -> Iterator[tuple[str, str | None]]:

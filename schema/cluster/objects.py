@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import orjson
+
 from draguard.schema.cluster.capacity import RequestPolicy
 from draguard.schema.cluster.quantity import milli_value, parse_quantity
 from draguard.schema.cluster.semver import version_value
@@ -243,8 +245,19 @@ def read_node_selector(value: Any, path: FieldPath, problems: list[Problem]) -> 
     return terms
 
 
-def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, list[Problem]]:
-    """A ResourceSlice, or None with the reason when the apiserver would not store it."""
+DeviceTable = dict[tuple[str, bytes], "Device"]
+"""Devices already read, by driver and their JSON text: one object for equal devices."""
+
+
+def read_slice(obj: Mapping[str, Any], origin: Origin,
+               known: DeviceTable | None = None) -> tuple[Slice | None, list[Problem]]:
+    """A ResourceSlice, or None with the reason when the apiserver would not store it.
+
+    With `known`, a device written exactly as one read before (same driver) is that
+    object again: the devices of many slices usually differ only by slice (equal names
+    and attributes on every node of a kind), and a `Device` depends on its own text and
+    driver alone (its lazily made signature and CEL inputs too), never on its slice.
+    """
     name = meta_name(obj)
     spec = _map(obj.get("spec"))
     pool = _map(spec.get("pool"))
@@ -274,7 +287,7 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
                               f"Too many: {len(devices)}: must have at most {limit} items")]
     seen: set[str] = set()
     for i, raw in enumerate(devices):
-        device = _read_device(_map(raw), FieldPath(("spec", "devices", i)), problems)
+        device = _known_device(raw, driver, known, i, problems)
         if device is None:
             continue
         if device.name in seen:
@@ -283,6 +296,24 @@ def read_slice(obj: Mapping[str, Any], origin: Origin) -> tuple[Slice | None, li
         seen.add(device.name)
         result.devices.append(device)
     return result, problems
+
+
+def _known_device(raw: Any, driver: str, known: DeviceTable | None, index: int,
+                  problems: list[Problem]) -> Device | None:
+    """`_read_device`, or the device read before from the same text (see `read_slice`)."""
+    if known is None:
+        return _read_device(_map(raw), FieldPath(("spec", "devices", index)), problems)
+    try:
+        key = (driver, orjson.dumps(raw))
+    except TypeError:  # not JSON (a YAML timestamp, a huge integer): read it every time
+        return _read_device(_map(raw), FieldPath(("spec", "devices", index)), problems)
+    device = known.get(key)
+    if device is None:
+        before = len(problems)
+        device = _read_device(_map(raw), FieldPath(("spec", "devices", index)), problems)
+        if device is not None and len(problems) == before:  # problems name their index
+            known[key] = device
+    return device
 
 
 _NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")

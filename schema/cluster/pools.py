@@ -95,6 +95,10 @@ class Pool:
             self._candidates = [c for _, members in self.candidates_by_slice() for c in members]
         return self._candidates
 
+    def drop_candidates(self) -> None:
+        """Forget the candidates, which refer back to the pool (a cycle), once done with it."""
+        self._candidates = self._by_slice = None
+
     def candidates_by_slice(self) -> list[tuple[Slice, list[Candidate]]]:
         if self._by_slice is None:
             self._by_slice = [(found, [Candidate((found.driver, found.pool, device.name), device,
@@ -160,15 +164,25 @@ class SliceIndex:
     """
 
     def __init__(self, slices: Sequence[Slice]) -> None:
+        self.slices = slices
         self.by_node: dict[str, list[tuple[int, Slice]]] = {}
         self.general: list[tuple[int, Slice]] = []
-        self.by_pool: dict[tuple[str, str], list[Slice]] = {}
+        self._by_pool: dict[tuple[str, str], list[Slice]] | None = None
         for ordinal, found in enumerate(slices):
-            self.by_pool.setdefault((found.driver, found.pool), []).append(found)
             if found.node_name and not found.shared_counters:
                 self.by_node.setdefault(found.node_name, []).append((ordinal, found))
             else:
                 self.general.append((ordinal, found))
+
+    @property
+    def by_pool(self) -> dict[tuple[str, str], list[Slice]]:
+        """Every slice of each pool, made when a pool is first found incomplete on a node
+        (complete pools, the usual case, never need it)."""
+        if self._by_pool is None:
+            self._by_pool = {}
+            for found in self.slices:
+                self._by_pool.setdefault((found.driver, found.pool), []).append(found)
+        return self._by_pool
 
     def for_node(self, node: Node) -> list[Slice]:
         named = self.by_node.get(node.name, [])
@@ -179,8 +193,42 @@ class SliceIndex:
 
 def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool]:
     """Upstream `GatherPools` over the slices that may reach the node."""
-    by_pool = index.by_pool
+    pools = _gathered(index, node, features)
+    result: list[Pool] = []
+    for (driver, name), members in pools.items():
+        wanted = members[0].slice_count
+        if len(members) == wanted:
+            result.append(_build_pool(driver, name, members, features, None))
+            continue
+        generation = members[0].generation
+        everything = index.by_pool.get((driver, name), [])
+        if any(s.generation > generation for s in everything):
+            continue  # obsolete: a newer generation is being published
+        same = [s for s in everything if s.generation == generation]
+        if len(same) != wanted:
+            result.append(Pool(driver, name, incomplete=True))
+            continue
+        result.append(_build_pool(driver, name, members, features, same))
+    if features.sorted_pools:
+        result.sort(key=lambda p: (p.driver, p.name))
+    return result
+
+
+def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[str, str], list[Slice]]:
+    """The slices reaching the node by pool, newest generation only (upstream `addSlice`)."""
     pools: dict[tuple[str, str], list[Slice]] = {}
+    if not index.general:
+        # Only slices naming this node (the usual cluster): each reaches it, and none has
+        # counter sets or per-device selection (read_slice allows one selection field),
+        # so `_add_slice` alone decides; inlined, as this runs per slice and node.
+        for _, found in index.by_node.get(node.name, ()):
+            key = (found.driver, found.pool)
+            members = pools.get(key)
+            if members is None or found.generation > members[0].generation:
+                pools[key] = [found]
+            elif found.generation == members[0].generation:
+                members.append(found)
+        return pools
     for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection
                                                    or found.shared_counters):
@@ -193,24 +241,7 @@ def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool
         elif found.per_device_node_selection and any(
                 node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in found.devices):
             _add_slice(pools, found)
-    result: list[Pool] = []
-    for (driver, name), members in pools.items():
-        wanted = members[0].slice_count
-        if len(members) == wanted:
-            result.append(_build_pool(driver, name, members, features, None))
-            continue
-        generation = members[0].generation
-        everything = by_pool.get((driver, name), [])
-        if any(s.generation > generation for s in everything):
-            continue  # obsolete: a newer generation is being published
-        same = [s for s in everything if s.generation == generation]
-        if len(same) != wanted:
-            result.append(Pool(driver, name, incomplete=True))
-            continue
-        result.append(_build_pool(driver, name, members, features, same))
-    if features.sorted_pools:
-        result.sort(key=lambda p: (p.driver, p.name))
-    return result
+    return pools
 
 
 def _add_slice(pools: dict[tuple[str, str], list[Slice]], found: Slice) -> None:

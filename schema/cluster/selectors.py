@@ -155,9 +155,14 @@ _IMPLS: dict[str, Any] = {
 }
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 @functools.lru_cache(maxsize=2)
 def _environment(consumable_capacity: bool) -> cel.Env:
-    config = _retyped(yaml.safe_load(checker.config_yaml()))
+    # libyaml's loader and dumper: the pure-Python ones took most of the build.
+    config = _retyped(yaml.load(checker.config_yaml(), Loader=_LOADER))
     for function in config["functions"]:
         function["overloads"] = [o for o in function["overloads"] if o["id"] not in _DROPPED]
     config["variables"] = [v for v in config["variables"] if v["name"] != "device"]
@@ -165,7 +170,7 @@ def _environment(consumable_capacity: bool) -> cel.Env:
     if consumable_capacity:
         config["variables"].append({"name": "device.allowMultipleAllocations", "type_name": "bool"})
     return cel.NewEnv(checker._pool(checker.EnvFlags(consumable_capacity)),
-                      config=cel.NewEnvConfigFromYaml(yaml.safe_dump(config)),
+                      config=cel.NewEnvConfigFromYaml(yaml.dump(config, Dumper=_DUMPER)),
                       function_impls=_IMPLS)
 
 
