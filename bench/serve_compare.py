@@ -188,7 +188,8 @@ def serve_gthread(port: int, state: Path, workers: int, threads: int) -> None:
 
     def ssl_context(conf: Any, default_factory: Any) -> ssl.SSLContext:
         # Per connection, as gthread asks: the worker's cached context (reloaded on change).
-        return laststate.tls_cache(config).context()
+        context: ssl.SSLContext = laststate.tls_cache(config).context()
+        return context
 
     settings = gunicorn_settings(config)
     settings.update(worker_class="gthread", threads=threads, ssl_context=ssl_context)
