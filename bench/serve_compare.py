@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.serve_compare view   [--nodes 5000] [--devices 8] [common]
     .venv/bin/python -m bench.serve_compare worker [common]
-
+    .venv/bin/python -m bench.serve_compare worker [--gthread-switch-interval S] [common]
     common: [--seconds 4] [--rounds 5] [--concurrency 4] [--rate 100] [--rate-clients 4]
             [--workers 2] [--threads 4] [--json]
 
@@ -28,6 +28,8 @@ hook's handshake deadline needs gevent's hub). Not the old code: the app is toda
 a review still goes through today's runner, which outside gevent is a thread pool
 (`ThreadRunner`), one hand-off more than the old inline review. The claim is
 bench/webhook.py's. Target: the gevent design ≥ 90 % of gthread's throughput.
+`--gthread-switch-interval 0.0002` gives the gthread server the gevent design's GIL
+switch interval (deadline.py), to tell that part's cost from the rest.
 
 Every request carries a claim of its own (its request names carry a unique id, so that
 no memo — the spec memo, the cluster checks' per-template verdicts — answers it); the CEL
@@ -173,8 +175,11 @@ def serve_argv(port: int, state: Path, args: argparse.Namespace, *extra: str) ->
             "--threads", str(args.threads), "--log-level", "warning", *extra]
 
 
-def serve_gthread(port: int, state: Path, workers: int, threads: int) -> None:
+def serve_gthread(port: int, state: Path, workers: int, threads: int,
+                  switch_interval: float | None) -> None:
     """The app on gunicorn's gthread worker, as served before commit 3c7ab08 (bench only)."""
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)  # interpreter state: the forked workers keep it
     from draguard.webhook.serving.metricsdir import prepare_multiprocess_dir
 
     prepare_multiprocess_dir(None)  # before prometheus_client is imported, as serve does
@@ -305,7 +310,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             started["gthread"] = bench_webhook.start(
                 [sys.executable, "-m", "bench.serve_compare", "worker", "--serve-gthread",
                  str(ports["gthread"]), str(state), "--workers", str(args.workers),
-                 "--threads", str(args.threads)], ports["gthread"], ca, folder / "gthread.log")
+                 "--threads", str(args.threads),
+                 *(["--gthread-switch-interval", str(args.gthread_switch_interval)]
+                   if args.gthread_switch_interval is not None else [])],
+                ports["gthread"], ca, folder / "gthread.log")
         results = rounds(args, names, ports, ca, body)
         if args.compare == "view":
             extra["rss_mib_after_load"] = {
@@ -373,12 +381,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--gthread-switch-interval", type=float,
+                        help="`worker`: give the gthread server this sys.setswitchinterval "
+                             "(the gevent design sets 0.0002 s), to see what that part costs")
     parser.add_argument("--serve-gthread", nargs=2, metavar=("PORT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_gthread:
         serve_gthread(int(args.serve_gthread[0]), Path(args.serve_gthread[1]), args.workers,
-                      args.threads)
+                      args.threads, args.gthread_switch_interval)
         return 0
     summary = run(args)
     if args.json:
