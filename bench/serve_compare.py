@@ -1,8 +1,8 @@
 """Benchmark: two real `draguard serve` side by side over TLS, distinct claims, interleaved rounds.
 
     .venv/bin/python -m bench.serve_compare view   [--nodes 5000] [--devices 8] [common]
-    .venv/bin/python -m bench.serve_compare worker [common]
     .venv/bin/python -m bench.serve_compare worker [--gthread-switch-interval S] [common]
+
     common: [--seconds 4] [--rounds 5] [--concurrency 4] [--rate 100] [--rate-clients 4]
             [--workers 2] [--threads 4] [--json]
 
