@@ -186,7 +186,10 @@ def judge(
     except BadReview as exc:
         _count(state, endpoint, "bad_request", started)
         return 400, error_body(400, str(exc))
-    result = _answer_in_time(state, endpoint, review, heavy=_heavy(state, body, review))
+    heavy = _heavy(state, body, review)
+    if heavy:
+        state.metrics.heavy_review()
+    result = _answer_in_time(state, endpoint, review, heavy=heavy)
     seconds = time.perf_counter() - started
     state.metrics.observe(endpoint=endpoint, kind=result.kind, version=result.version,
                           operation=review.operation, decision=result.decision,

@@ -52,6 +52,7 @@ def reference(samples: list[tuple[tuple[str, ...], float, int]]) -> Samples:
                         buckets=LATENCY_BUCKETS, registry=registry)
     Counter("draguard_policy_load_failures", "", registry=registry)
     Counter("draguard_tls_load_failures", "", registry=registry)
+    Counter("draguard_admission_heavy_reviews", "", registry=registry)
     known = {"ResourceClaim", "ResourceClaimTemplate", "resource.k8s.io/v1",
              "resource.k8s.io/v1beta1", "CREATE", "UPDATE"}
     for (endpoint, kind, version, operation, decision), seconds, found in samples:

@@ -58,6 +58,10 @@ class Series:
             "draguard_tls_load_failures",
             "Certificate files refused (unreadable, mismatched, expired, a service name "
             "dropped); the last good pair stays in use.", registry=registry)
+        self.heavy_reviews = Counter(
+            "draguard_admission_heavy_reviews",
+            "Reviews sent to the worker's single heavy thread (a large body, or much CEL not "
+            "compiled yet in this worker), answered in time or not.", registry=registry)
         # The cluster view (issue 20), per watched kind. Gauges across workers: the
         # oldest view of any live worker, and loaded only when every worker has listed.
         self.view_age = Gauge(
@@ -116,6 +120,11 @@ class Metrics:
         """Count a refused policy file."""
         if self.series is not None:
             self.series.policy_failures.inc()
+
+    def heavy_review(self) -> None:
+        """Count a review sent to the heavy thread (webhook/serving/deadline.py)."""
+        if self.series is not None:
+            self.series.heavy_reviews.inc()
 
     def tls_failed(self) -> None:
         """Count a refused certificate pair."""
