@@ -8,7 +8,7 @@
 
 `view` (issue 20): `draguard serve` without the cluster view, and `draguard serve
 --cluster-view --kubeconfig K` where K points at a fake API server in this process
-(tests/support/fakewatch.py) holding `--nodes` ResourceSlices of `--devices` GPUs each
+(tests/support/fakeapi.py) holding `--nodes` ResourceSlices of `--devices` GPUs each
 (bench/cluster_view.py's objects), the DeviceClasses, Namespace and ResourceQuota the
 claim meets. The claim is bench/cluster_view.py's (two alternatives with CEL selectors
 against that driver's attributes and capacity). Also each worker's resident memory
@@ -256,7 +256,7 @@ def empty_view_rss(folder: Path, state: Path, ca: Path, args: argparse.Namespace
 
 def fake_cluster(nodes: int, devices: int) -> Any:
     sys.path.insert(0, str(ROOT / "tests" / "support"))
-    from fakewatch import FakeApi
+    from fakeapi import FakeApi
 
     api = FakeApi()
     for obj in cluster_view.device_classes():

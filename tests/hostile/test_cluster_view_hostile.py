@@ -1,6 +1,6 @@
 """The cluster view under hostile input, through a real `draguard serve` (issue 20, "Bad input").
 
-A fake API server (tests/support/fakewatch.py) lists, and later sends on the watch, a
+A fake API server (tests/support/fakeapi.py) lists, and later sends on the watch, a
 ResourceSlice of 10^5 distinct devices (attributes of every type: past the facts'
 `MAX_KINDS` they are kept coarse) and watch lines that are not watch events (bytes that
 are not JSON, JSON that is not an object, an unknown event type, an object that is not
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakewatch import FakeApi, bookmark, device_class, namespace
+from fakeapi import FakeApi, bookmark, device_class, namespace
 
 from .conftest import is_admission_review, review, start_server
 from .test_memory import workers_of
