@@ -220,14 +220,9 @@ def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[s
     if not index.general:
         # Only slices naming this node (the usual cluster): each reaches it, and none has
         # counter sets or per-device selection (read_slice allows one selection field),
-        # so `_add_slice` alone decides; inlined, as this runs per slice and node.
+        # so `_add_slice` alone decides.
         for _, found in index.by_node.get(node.name, ()):
-            key = (found.driver, found.pool)
-            members = pools.get(key)
-            if members is None or found.generation > members[0].generation:
-                pools[key] = [found]
-            elif found.generation == members[0].generation:
-                members.append(found)
+            _add_slice(pools, found)
         return pools
     for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection
