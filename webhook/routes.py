@@ -200,7 +200,7 @@ def judge(
 
 def _heavy(state: WebhookState, body: bytes, review: Review) -> bool:
     """Whether the review runs on the heavy thread (webhook/serving/deadline.py): a large
-    body, or more CEL to compile than `HEAVY_CEL_CHARS` (tens of ms of CPU) not cached yet."""
+    body, or more CEL not compiled yet than `HEAVY_CEL_CHARS` (figures: bench/RESULTS.md)."""
     if len(body) > HEAVY_BODY_BYTES:
         return True
     # The parsed object, not the bytes: JSON may spell the key with escapes.

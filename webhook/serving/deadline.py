@@ -43,7 +43,7 @@ from typing import Generic, Protocol, TypeVar
 T = TypeVar("T")
 
 HEAVY_BODY_BYTES = 16 * 1024
-HEAVY_CEL_CHARS = 2048  # CEL not compiled yet in this worker: about 7 ms of CPU
+HEAVY_CEL_CHARS = 2048  # CEL this worker has not compiled yet: compiling costs most per byte
 HEAVY_SLOTS = 1
 HEAVY_NICE = 10  # added to the heavy threads' nice value (at most 19)
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval)
