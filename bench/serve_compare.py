@@ -110,25 +110,9 @@ def client(job: Job) -> tuple[list[float], int]:
     latencies: list[float] = []
     errors = 0
     sock: ssl.SSLSocket | None = None
-    while time.time() < job.start_at:
-        time.sleep(0.001)
-    begin = time.perf_counter()
-    end = begin + job.seconds
-    n = 0
-    while True:
-        if job.interval:
-            scheduled = begin + job.offset + n * job.interval
-            if scheduled >= end:
-                break
-            delay = scheduled - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        else:
-            scheduled = time.perf_counter()
-            if scheduled >= end:
-                break
+    sends = bench_webhook.paced(job.start_at, job.seconds, job.interval, job.offset)
+    for n, scheduled in enumerate(sends):
         body = job.body.replace(ID.encode(), f"{job.tag}-{n}".encode())
-        n += 1
         try:
             if sock is None:
                 sock = bench_webhook._connect(job.port, context)

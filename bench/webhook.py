@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,31 @@ class Job:
     offset: float
 
 
+def paced(start_at: float, seconds: float, interval: float, offset: float) -> Iterator[float]:
+    """When a client sends, from `start_at` for `seconds`: every `interval` seconds from
+    `offset` (open loop, so a slow answer does not hide the queueing behind it), or as soon
+    as the previous answer came (closed loop, `interval` 0). Latency counts from these."""
+    while time.time() < start_at:
+        time.sleep(0.001)
+    begin = time.perf_counter()
+    end = begin + seconds
+    n = 0
+    while True:
+        if interval:
+            scheduled = begin + offset + n * interval
+            n += 1
+            if scheduled >= end:
+                return
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        else:
+            scheduled = time.perf_counter()
+            if scheduled >= end:
+                return
+        yield scheduled
+
+
 def client(job: Job) -> tuple[list[float], int]:
     """One client process: latencies (s) of successful requests and the error count."""
     context = _context(Path(job.ca))
@@ -241,24 +267,7 @@ def client(job: Job) -> tuple[list[float], int]:
     latencies: list[float] = []
     errors = 0
     sock: ssl.SSLSocket | None = None
-    while time.time() < job.start_at:
-        time.sleep(0.001)
-    begin = time.perf_counter()
-    end = begin + job.seconds
-    n = 0
-    while True:
-        if job.interval:
-            scheduled = begin + job.offset + n * job.interval
-            n += 1
-            if scheduled >= end:
-                break
-            delay = scheduled - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        else:
-            scheduled = time.perf_counter()
-            if scheduled >= end:
-                break
+    for scheduled in paced(job.start_at, job.seconds, job.interval, job.offset):
         try:
             if sock is None:
                 sock = _connect(job.port, context)
