@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from draguard.schema.cluster.inventory import Inventory, add_objects, check_references
-from draguard.schema.explain import PodOutcome, explain
-from draguard.schema.model.releases import release
+from explaining import explain_pod as _explain
+from explaining import pod as _pod
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -46,23 +44,6 @@ def _claim(name: str, requests: list[dict[str, Any]],
 def _exact(name: str = "r", *selectors: str) -> dict[str, Any]:
     return {"name": name, "exactly": {"deviceClassName": "gpu", "selectors": [
         {"cel": {"expression": s}} for s in selectors]}}
-
-
-def _pod(*claims: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"containers": [{"name": "c"}],
-                     "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims]}}
-
-
-def _explain(objects: list[dict[str, Any]], version: str = "1.37",
-             patch: int | None = None) -> PodOutcome:
-    chosen = release(version)
-    inventory = Inventory()
-    add_objects(inventory, objects, source="test", release=chosen, namespace="default")
-    check_references(inventory)
-    assert not inventory.findings, inventory.findings
-    [pod] = explain(inventory, release=chosen, patch=patch).pods
-    return pod
 
 
 def _two_nodes(*selectors: str) -> list[dict[str, Any]]:

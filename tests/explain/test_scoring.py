@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from explaining import explain_pod
+from explaining import pod as _pod
 
-from draguard.schema.cluster.inventory import Inventory, add_objects, check_references
-from draguard.schema.explain import PodOutcome, explain
-from draguard.schema.model.releases import release
+from draguard.schema.explain import PodOutcome
 
 DRIVER = "d.example.com"
 CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
@@ -64,20 +64,9 @@ def _claim(name: str, *requests: dict[str, Any],
     return claim
 
 
-def _pod(*claims: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"containers": [{"name": "c"}],
-                     "resourceClaims": [{"name": c, "resourceClaimName": c} for c in claims]}}
-
-
 def _explain(objects: list[dict[str, Any]], version: str = "1.37",
              patch: int | None = None) -> PodOutcome:
-    chosen = release(version)
-    inventory = Inventory()
-    add_objects(inventory, objects, source="test", release=chosen, namespace="default")
-    check_references(inventory)
-    assert not inventory.findings, inventory.findings
-    [pod] = explain(inventory, release=chosen, patch=patch).pods
+    pod = explain_pod(objects, version, patch)
     assert pod.error is None, pod.error
     return pod
 
