@@ -216,7 +216,7 @@ class _Remembered:
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
 # Release minor, patch, profiles, namespace labels, alpha gates turned on.
 _OptionsKey = tuple[
-    int, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
+    Release, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
 ]
 # The content of all but metadata (see `_SpecMemo`), the relevant annotations, options.
 _Key = tuple[Any, ...]
@@ -270,7 +270,7 @@ class _SpecMemo:
             return known[1]
         labels = options.namespace_labels
         key = (
-            options.release.minor,
+            options.release,  # with its --feature-gates
             options.kubernetes_patch,
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from draguard.schema.model.releases import DEFAULT_RELEASE, Release, release
+from draguard.schema.model.releases import (
+    DEFAULT_RELEASE,
+    Release,
+    parse_feature_gates,
+    release,
+)
 
 FailureMode = Literal["open", "closed"]
 
@@ -119,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds an idle keep-alive connection stays open (default 120)")
     add("--policy", help="mutation policy file (reloaded on change)")
     add("--kubernetes-version", help="Kubernetes release whose rules to apply (default newest)")
+    add("--feature-gates", help="that release's DRA feature gates, kube style "
+        "(KEY=true|false,...), e.g. DRADerivedAttributes=true")
     add("--failure-mode", choices=("open", "closed"),
         help="answer to an internal error or a review past its deadline (default open)")
     add("--review-timeout", help=f"seconds a review may take before the failure mode answers "
@@ -172,7 +179,7 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
         threads=_positive(pick("threads"), 4, "threads"),
         keepalive=_positive(pick("keepalive"), 120, "keepalive"),
         policy=Path(policy) if policy else None,
-        release=_release(pick("kubernetes-version")),
+        release=_release(pick("kubernetes-version"), pick("feature-gates")),
         failure_mode="closed" if mode == "closed" else "open",
         service=pick("service") or DEFAULT_SERVICE,
         namespace=pick("namespace") or DEFAULT_NAMESPACE,
@@ -235,10 +242,13 @@ def _seconds(text: str | None, default: float, name: str) -> float:
     return value
 
 
-def _release(text: str | None) -> Release:
-    if text is None:
-        return DEFAULT_RELEASE
+def _release(text: str | None, gates: str | None) -> Release:
     try:
-        return release(text)
+        chosen = DEFAULT_RELEASE if text is None else release(text)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    values = parse_feature_gates(gates or "")
+    applied = values if isinstance(values, str) else chosen.with_gates(values)
+    if isinstance(applied, str):
+        raise ConfigError(f"--feature-gates: {applied}")
+    return applied

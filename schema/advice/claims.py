@@ -92,10 +92,12 @@ def check_dropped_fields(dropped: Iterable[FieldPath], release: Release) -> Iter
         field = str(path.parts[-1])
         since, gate = FEATURE_SINCE.get(field, (None, _DROP_GATES.get(field, "its feature gate")))
         on = f"on by default from 1.{since}" if since is not None else "alpha, off by default"
+        state = ("set to false by --feature-gates" if (gate, False) in release.gates
+                 else "off by default")
         yield Advice(
             path,
             "release-drops-field",
-            f"Kubernetes {release.name} drops `{field}` on create: {gate} is off by default "
+            f"Kubernetes {release.name} drops `{field}` on create: {gate} is {state} "
             f"there ({on}), so the stored claim lacks it",
         )
 

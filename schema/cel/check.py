@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from draguard.schema.cel.cost import COST_LIMIT, estimate_max_cost
@@ -185,7 +186,46 @@ def _await(key: tuple[str, bool], pending: threading.Event) -> SelectorVerdict:
     return _VERDICTS.get(key) or _compile_verdict(*key)
 
 
-def _compile_verdict(expression: str, consumable_capacity: bool) -> SelectorVerdict:
+def check_derived_expression(
+    expression: str, path: FieldPath, *, release: Release
+) -> tuple[list[FieldError], int]:
+    """A derived attribute's expression as kube-apiserver judges it, and the estimated
+    cost it adds to its claim's total (0 when it does not compile).
+
+    pkg/apis/resource/validation/validation.go `validateCELExpression(…, derivedAttribute:
+    true)`: TooLong without compiling; compiled in the same environment as a selector;
+    dynamic-resource-allocation cel/compile.go `validateOutputType` wants a primitive
+    scalar (lists only with DRAListTypeAttributes, which draguard leaves off); a cost over
+    min(CELSelectorExpressionMaxCost, DeviceClaimDerivedAttributeCELMaxCost) (both
+    1,000,000) is Forbidden, and every compiled expression's cost is summed per claim.
+    """
+    if len(expression) * 4 > EXPRESSION_MAX and (
+        len(expression.encode("utf-8", "surrogatepass")) > EXPRESSION_MAX
+    ):
+        return [too_long(path, EXPRESSION_MAX)], 0
+    try:
+        verdict = _derived_verdict(expression, release.consumable_capacity)
+    except Exception as exc:  # a library failure must never take the caller down
+        return [internal_error(path, f"CEL checking failed: {exc}")], 0
+    cost = verdict.cost if verdict.outcome in ("ok", "forbidden") and verdict.cost else 0
+    return verdict.errors(path, expression), cost
+
+
+# Derived attributes are alpha and rare: a small count-bounded cache is enough.
+@lru_cache(maxsize=256)
+def _derived_verdict(expression: str, consumable_capacity: bool) -> SelectorVerdict:
+    return _compile_verdict(expression, consumable_capacity, derived=True)
+
+
+# cel/compile.go `isAllowedDerivedAttributeElementType`: bool, int, string, the unknown
+# types (any, dyn) and semver.
+_DERIVED_KINDS = ("bool", "int", "string", "any", "dyn")
+DERIVED_TYPE = "must evaluate to a primitive scalar (string, integer, boolean, semver), not "
+
+
+def _compile_verdict(
+    expression: str, consumable_capacity: bool, derived: bool = False
+) -> SelectorVerdict:
     expression = _without_surrogates(expression)  # inside the cache: scanned once per expression
     if nesting_depth(expression, limit=RECURSION_LIMIT) > RECURSION_LIMIT:
         # cel-go's parser gives up here; the C++ one stops far earlier (at 32) anyway.
@@ -202,7 +242,10 @@ def _compile_verdict(expression: str, consumable_capacity: bool) -> SelectorVerd
     if issues:
         return SelectorVerdict("invalid", "compilation failed: " + render_issues(expression, issues))
     result = ast.type_of(ast.root)
-    if result.kind not in ("bool", "any"):
+    if derived:
+        if result.kind not in _DERIVED_KINDS and result.name != "kubernetes.Semver":
+            return SelectorVerdict("invalid", DERIVED_TYPE + result.render())
+    elif result.kind not in ("bool", "any"):
         detail = f"must evaluate to bool or the unknown type, not {result.render()}"
         return SelectorVerdict("invalid", detail)
     cost = estimate_max_cost(ast)

@@ -23,7 +23,7 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import YAMLError
 
 from draguard.schema.cli.fix import _write_atomically
-from draguard.schema.cli.frame import parse_with_release, quiet
+from draguard.schema.cli.frame import add_feature_gates, parse_with_release, quiet
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_RELEASE.name,
         help="the release whose defaults, gates and fields apply (default: %(default)s)",
     )
+    add_feature_gates(parser)
     return parser
 
 

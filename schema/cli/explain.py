@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import BinaryIO, TextIO
 
 from draguard.schema import explain
-from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
+from draguard.schema.cli.frame import (
+    Parser,
+    UsageError,
+    add_feature_gates,
+    parse_patch,
+    release_with_gates,
+    write,
+)
 from draguard.schema.cluster.inventory import (
     Inventory,
     add_objects,
@@ -38,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubernetes-version", default=releases.DEFAULT_RELEASE.name,
                         help="imitate this release, 1.34 to 1.37, or a patch release "
                              "such as 1.35.2 (default: %(default)s)")
+    add_feature_gates(parser)
     parser.add_argument("--node", metavar="NAME", help="only this node, with its full story")
     parser.add_argument("-n", "--namespace",
                         help="namespace for objects without one, as kubectl fills it "
@@ -62,7 +70,7 @@ def main(argv: Sequence[str], *, stdin: BinaryIO | None = None,
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))
-        release = _release(args.kubernetes_version)
+        release = _release(args.kubernetes_version, args.feature_gates)
         if not args.paths and not args.from_cluster:
             raise UsageError("give PATHs, --from-cluster, or both")
     except UsageError as exc:
@@ -127,11 +135,8 @@ def _from_cluster(args: argparse.Namespace, release: releases.Release,
     return inventory
 
 
-def _release(version: str) -> releases.Release:
-    try:
-        release = releases.release(version)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+def _release(version: str, gates: str) -> releases.Release:
+    release, _ = release_with_gates(version, gates)
     if not OLDEST_EXPLAINED <= release.minor <= NEWEST_EXPLAINED:
         raise UsageError(f"explain imitates Kubernetes 1.{OLDEST_EXPLAINED} to "
                           f"1.{NEWEST_EXPLAINED}, not {version}")

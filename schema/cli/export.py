@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from draguard.schema.cli.frame import UsageError, add_feature_gates, release_with_gates
 from draguard.schema.export import export_schemas, write_schemas
 from draguard.schema.model.releases import DEFAULT_RELEASE, Release, release
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the release whose fields and gate defaults to encode "
         f"(default {DEFAULT_RELEASE.name})",
     )
+    add_feature_gates(parser)
     parser.add_argument(
         "--no-parallel", action="store_true", help="leave out the parallel-shape schemas"
     )
@@ -65,7 +67,11 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exit_:
         # argparse exits 0 for --help and 2 for usage errors; keep those codes.
         return exit_.code if isinstance(exit_.code, int) else 2
-    chosen: Release = args.kubernetes_version
+    try:
+        chosen, _ = release_with_gates(args.kubernetes_version.name, args.feature_gates)
+    except UsageError as exc:
+        print(f"draguard schema: {exc}", file=sys.stderr)
+        return 2
     parallel = not args.no_parallel
     if args.out is None:
         schemas = export_schemas(chosen, parallel=parallel)

@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from draguard.schema.model.options import Options
-from draguard.schema.model.releases import release
+from draguard.schema.model.releases import ALPHA_GATES, Release, parse_feature_gates, release
+
+FEATURE_GATES_HELP = ("kube style KEY=true|false,...: the DRA feature gates of the chosen "
+                      "release as its kube-apiserver takes them, e.g. DRADerivedAttributes=true")
 
 
 class UsageError(Exception):
@@ -35,12 +38,40 @@ def parse_with_release(
     """
     try:
         args = parser.parse_args(list(argv))
-        return args, Options(release=release(args.kubernetes_version))
+        chosen, gates = release_with_gates(args.kubernetes_version, args.feature_gates)
+        return args, Options(release=chosen, feature_gates=gates)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     except ValueError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+
+
+def add_feature_gates(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--feature-gates`, beside `--kubernetes-version` on every command that has it."""
+    parser.add_argument("--feature-gates", default="", metavar="KEY=VALUE,...",
+                        help=FEATURE_GATES_HELP)
+
+
+def release_with_gates(version: str, gates_text: str) -> tuple[Release, frozenset[str]]:
+    """The release `--kubernetes-version` names, with `--feature-gates` applied, and the
+    alpha gates turned on (`Options.feature_gates`); UsageError naming the version or
+    the gate otherwise (`Release.with_gates` words a refused gate as kube-apiserver)."""
+    try:
+        chosen = release(version)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    values = parse_feature_gates(gates_text)
+    if isinstance(values, str):
+        raise UsageError(f"--feature-gates: {values}")
+    applied = chosen.with_gates(values)
+    if isinstance(applied, str):
+        raise UsageError(f"--feature-gates: {applied}")
+    alpha = set(ALPHA_GATES.values())
+    return applied, frozenset(gate for gate, on in values.items() if on and gate in alpha)
 
 
 def parse_patch(version: str) -> int | None:

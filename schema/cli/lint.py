@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 from draguard.schema import lint
 from draguard.schema.advice.claims import PROFILES
 from draguard.schema.advice.codes import refusal
-from draguard.schema.cli.frame import Parser, UsageError, parse_patch, write
+from draguard.schema.cli.frame import (
+    Parser,
+    UsageError,
+    add_feature_gates,
+    parse_patch,
+    release_with_gates,
+    write,
+)
 from draguard.schema.model import releases
 from draguard.schema.model.options import Options
 from draguard.schema.read.sources import (
@@ -41,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", choices=list(REPORTERS), default="text")
     parser.add_argument("--kubernetes-version", default=releases.DEFAULT_RELEASE.name,
                         help="imitate this release, e.g. 1.35 or 1.35.2 (default: %(default)s)")
+    add_feature_gates(parser)
     parser.add_argument("-n", "--namespace", default="default",
                         help="namespace for objects without one, as kubectl fills it")
     parser.add_argument("--namespace-labels", metavar="K=V,...",
@@ -90,14 +98,11 @@ def parse_labels(text: str | None) -> dict[str, str] | None:
 
 
 def build_options(args: argparse.Namespace) -> Options:
-    try:
-        release = releases.release(args.kubernetes_version)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    release, gates = release_with_gates(args.kubernetes_version, args.feature_gates)
     return Options(release=release, namespace_labels=parse_labels(args.namespace_labels),
                    default_namespace=args.namespace,
                    kubernetes_patch=parse_patch(args.kubernetes_version),
-                   profiles=frozenset(args.profile))
+                   profiles=frozenset(args.profile), feature_gates=gates)
 
 
 def main(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.cli.frame import parse_with_release, quiet
+from draguard.schema.cli.frame import add_feature_gates, parse_with_release, quiet
 from draguard.schema.model.releases import DEFAULT_RELEASE
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
 
@@ -32,6 +32,7 @@ def main(argv: Sequence[str]) -> int:
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin")
     parser.add_argument("--kubernetes-version", default=DEFAULT_RELEASE.name, metavar="VERSION",
                         help="convert as this release does, e.g. 1.34 (default %(default)s)")
+    add_feature_gates(parser)
     parsed = parse_with_release(parser, argv, "draguard roundtrip")
     if isinstance(parsed, int):
         return parsed

@@ -8,6 +8,7 @@ numbers itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 GROUP = "resource.k8s.io"
@@ -58,21 +59,62 @@ class _Since:
         return release.minor >= self.minor
 
 
+class _Gate(_Since):
+    """A feature gate's state in a release: its default from `minor` on, unless
+    `--feature-gates` set it (`Release.gates`, checked by `with_gates`)."""
+
+    def __init__(self, gate: str, minor: int) -> None:
+        super().__init__(minor)
+        self.gate = gate
+
+    def __get__(self, release: Release, owner: object = None) -> bool:
+        for name, value in release.gates:
+            if name == self.gate:
+                return value
+        return release.minor >= self.minor
+
+
 @dataclass(frozen=True, slots=True)
 class Release:
     """One Kubernetes minor release, as far as DRA claims are concerned."""
 
     minor: int
+    # Gates set by `--feature-gates` (name, value), sorted; empty = every gate at its
+    # default. Only `with_gates` makes them, after checking them as kube-apiserver does.
+    gates: tuple[tuple[str, bool], ...] = ()
 
     @property
     def name(self) -> str:
         return f"1.{self.minor}"
 
-    # §1.1 feature gates: default state in this release (FEATURE_SINCE has the same minors).
-    prioritized_list = _Since(34)
-    admin_access = _Since(34)
-    device_taints = _Since(36)
-    consumable_capacity = _Since(36)
+    # §1.1 feature gates: default state in this release (FEATURE_SINCE has the same
+    # minors), or the value `--feature-gates` gave.
+    prioritized_list = _Gate("DRAPrioritizedList", 34)
+    admin_access = _Gate("DRAAdminAccess", 34)
+    device_taints = _Gate("DRADeviceTaints", 36)
+    consumable_capacity = _Gate("DRAConsumableCapacity", 36)
+
+    def with_gates(self, values: Mapping[str, bool]) -> Release | str:
+        """This release with `--feature-gates` values applied, or the error a
+        kube-apiserver of this release gives at start-up (see `check_gate`)."""
+        for gate, value in values.items():
+            problem = check_gate(self, gate, value)
+            if problem is not None:
+                return problem
+        merged = {**dict(self.gates), **values}
+        # A gate at its default is left out, so that the release stays the table's own.
+        changed = tuple(sorted((gate, value) for gate, value in merged.items()
+                               if value != _default(self, gate)))
+        return self if changed == self.gates else Release(self.minor, changed)
+
+    def gate_enabled(self, gate: str) -> bool:
+        """The gate's value here: set by `--feature-gates`, else its default (False when
+        this release does not have it)."""
+        for name, value in self.gates:
+            if name == gate:
+                return value
+        spec = gate_spec(self, gate)
+        return spec is not None and spec.default
 
     # What the claim strategy's drop code actually removes, which is less than the gates
     # say before 1.35 (issue 17): `PrepareForCreate` → `dropDisabledFields` in
@@ -101,8 +143,9 @@ class Release:
 
     @property
     def derived_attributes(self) -> bool:
-        """DRADerivedAttributes is alpha and off by default wherever it exists (§1.1)."""
-        return False
+        """DRADerivedAttributes: alpha and off by default wherever it exists (§1.1),
+        on when `--feature-gates` says so."""
+        return self.gate_enabled("DRADerivedAttributes")
 
     def derived_attributes_on(self, gates: frozenset[str]) -> bool:
         """The field is kept: the release has it and DRADerivedAttributes is on, by
@@ -238,6 +281,117 @@ FEATURE_SINCE: dict[str, tuple[int, str]] = {
 }
 # Alpha gates whose fields exist only behind them (off by default wherever they exist).
 ALPHA_GATES: dict[str, str] = {"derivedAttributes": "DRADerivedAttributes"}
+
+
+@dataclass(frozen=True, slots=True)
+class GateSpec:
+    """A feature gate from one minor on: its default and whether it is locked to it."""
+
+    since: int
+    default: bool
+    locked: bool = False
+
+
+# The DRA feature gates, as kube-apiserver's versioned specs list them
+# (`defaultVersionedKubernetesFeatureGates`, pkg/features at 1.37: each gate's
+# {Version, Default, PreRelease, LockToDefault} list), with the first minor that no
+# longer has the gate (the "remove in 1.xx" comments there; 1.38+ are those plans).
+FEATURE_GATES: dict[str, tuple[GateSpec, ...]] = {
+    "DynamicResourceAllocation": (GateSpec(26, False), GateSpec(34, True), GateSpec(35, True, True)),
+    "DRAPrioritizedList": (GateSpec(33, False), GateSpec(34, True), GateSpec(37, True, True)),
+    "DRAAdminAccess": (GateSpec(32, False), GateSpec(34, True), GateSpec(36, True, True)),
+    "DRADeviceTaints": (GateSpec(33, False), GateSpec(36, True), GateSpec(38, True, True)),
+    "DRAConsumableCapacity": (GateSpec(34, False), GateSpec(36, True)),
+    "DRADerivedAttributes": (GateSpec(37, False),),
+    "DRAListTypeAttributes": (GateSpec(36, False),),
+    "DRAResourceClaimDeviceStatus": (GateSpec(32, False), GateSpec(33, True), GateSpec(37, True, True)),
+    "DRADeviceBindingConditions": (GateSpec(34, False), GateSpec(36, True)),
+    "DRAPartitionableDevices": (GateSpec(33, False), GateSpec(36, True)),
+    "DRAExtendedResource": (GateSpec(34, False), GateSpec(36, True), GateSpec(37, True, True)),
+    "DRADeviceTaintRules": (GateSpec(35, False), GateSpec(37, True), GateSpec(38, True, True)),
+    "DRADeviceCompatibilityGroups": (GateSpec(37, False),),
+    "DRAOptionalNodeOperations": (GateSpec(37, False),),
+    # Release.api_gate: 1.38 installs resource.k8s.io/v1beta1 only with it on.
+    "DRAResourceV1beta1API": (GateSpec(38, False),),
+}
+GATE_REMOVED: dict[str, int] = {
+    "DynamicResourceAllocation": 38, "DRAAdminAccess": 39, "DRAPrioritizedList": 40,
+    "DRAResourceClaimDeviceStatus": 40, "DRAExtendedResource": 40, "DRADeviceTaints": 41,
+    "DRADeviceTaintRules": 41,
+}
+# Values draguard cannot imitate: the gate changes how claims are checked in a way the
+# rules do not model (the CEL environment, the whole API group, an API version).
+UNMODELLED: dict[tuple[str, bool], str] = {
+    ("DynamicResourceAllocation", False): "the resource.k8s.io API switched off",
+    ("DRAListTypeAttributes", True): "list-type attributes in the CEL environment",
+    ("DRAResourceV1beta1API", True): "resource.k8s.io/v1beta1 served again",
+}
+
+
+def gate_spec(release: Release, gate: str) -> GateSpec | None:
+    """The gate's spec in `release`; None when that release does not have it."""
+    specs = FEATURE_GATES.get(gate, ())
+    if release.minor >= GATE_REMOVED.get(gate, 99):
+        return None
+    current = [spec for spec in specs if spec.since <= release.minor]
+    return current[-1] if current else None
+
+
+# strconv.ParseBool's spellings (Go strconv/atob.go), which `--feature-gates` takes.
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def parse_feature_gates(text: str) -> dict[str, bool] | str:
+    """`A=true,B=false` → {A: True, B: False}, as component-base featuregate `Set` reads
+    the flag (feature_gate.go): empty items skipped, key and value trimmed, the value one
+    of strconv.ParseBool's spellings; else the error in its words."""
+    gates: dict[str, bool] = {}
+    for item in text.split(","):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep:
+            return f"missing bool value for {key}"
+        if value not in _TRUE + _FALSE:
+            return (f"invalid value of {key}={value}, err: "
+                    f'strconv.ParseBool: parsing "{value}": invalid syntax')
+        gates[key] = value in _TRUE
+    return gates
+
+
+def _default(release: Release, gate: str) -> bool:
+    spec = gate_spec(release, gate)
+    return spec is not None and spec.default
+
+
+def check_gate(release: Release, gate: str, value: bool) -> str | None:
+    """Why `--feature-gates=gate=value` is refused for `release`, or None.
+
+    component-base featuregate `unsafeSetFromMap` (feature_gate.go): a name the binary
+    does not know is "unrecognized feature gate: X" (a 1.36 kube-apiserver does not know
+    a 1.37 gate, nor a 1.38 one the gate removed in 1.38); a gate with LockToDefault
+    set to another value is "cannot set feature gate X to V, feature is locked to D".
+    """
+    spec = gate_spec(release, gate)
+    if spec is None:
+        if gate not in FEATURE_GATES:
+            return (f"unrecognized feature gate: {gate} (draguard knows the DRA gates: "
+                    f"{', '.join(sorted(FEATURE_GATES))})")
+        first = FEATURE_GATES[gate][0].since
+        removed = GATE_REMOVED.get(gate)
+        why = (f"removed in 1.{removed}" if removed is not None and release.minor >= removed
+               else f"added in 1.{first}")
+        return f"unrecognized feature gate: {gate} (Kubernetes {release.name} does not have it: {why})"
+    if spec.locked and value != spec.default:
+        return (f"cannot set feature gate {gate} to {str(value).lower()}, "
+                f"feature is locked to {str(spec.default).lower()}")
+    if value != spec.default and (gate, value) in UNMODELLED:
+        return (f"draguard does not imitate {gate}={str(value).lower()} "
+                f"({UNMODELLED[gate, value]}); leave it at its default "
+                f"({str(spec.default).lower()}) in {release.name}")
+    return None
 
 
 def gate_of(field: str) -> str:

@@ -1,11 +1,23 @@
 """`derivedAttributes` with DRADerivedAttributes on (alpha from 1.37; issue 17).
 
-The field exists only behind its gate, so these rules see it only when
-`Options.feature_gates` turns the gate on (else the strategy drops it first,
-`model/gates.py`). What the stored upstream code settles
-(staging/src/k8s.io/api/resource/v1/types.go, ExactDeviceRequest / DeviceSubRequest
-/ DeviceDerivedAttribute):
+The field exists only behind its gate, so these rules see it only when the gate is on
+(`--feature-gates=DRADerivedAttributes=true`; else the strategy drops it first,
+`model/gates.py`). Upstream: staging/src/k8s.io/api/resource/v1/types.go
+(ExactDeviceRequest / DeviceSubRequest / DeviceDerivedAttribute) and the hand-written
+pkg/apis/resource/validation/validation.go (`validateDeviceDerivedAttributes`,
+`isAttributeUsedByConstraint`, `gatherConstraintAttributes`, `validateCELExpression`,
+`validateDeviceClaim`'s total cost check; kubernetes master at 009801d9):
 
+- Hand-written, in traversal order (`DerivedChecks.check`, called by rules/spec.py
+  between a request's selectors and its allocation mode): per item, a non-empty name
+  that no matchAttribute/distinctAttribute constraint targeting the request uses
+  (a constraint without `requests`, the request's name, or for a subrequest also its
+  parent's name) is Invalid; a non-empty expression is compiled like a selector but
+  must give a primitive scalar (`cel/check.py check_derived_expression`); then a
+  Duplicate per repeated name (`validateSet` keyed by name, not covered by a
+  declarative tag). After requests, constraints and config, the summed cost of every
+  compiled expression over DeviceClaimDerivedAttributeCELMaxCost (1,000,000) is
+  Forbidden at `spec.devices`.
 - Declarative tags without a lifecycle prefix, so always enforced and, like every
   enforced declarative error, reported after the hand-written ones
   (`rules/declarative.py` puts them in traversal order): the list `+k8s:maxItems=32`;
@@ -14,15 +26,6 @@ The field exists only behind its gate, so these rules see it only when
   (required.go: Required with no detail; strfmt.go `ResourceFullyQualifiedName`: the
   C identifier, "prefix: " before the DNS subdomain messages, "prefix must not be
   empty", "name must not be empty", and the missing-slash message).
-- The type's documentation: "It is not valid to define a derived attribute that isn't
-  used in at least one constraint" (a MatchAttribute or DistinctAttribute constraint).
-
-Not settled by stored code, hence draguard's choice (README "where draguard chose"):
-the hand-written error for an unused derived attribute has draguard's words and comes
-after every other hand-written error. Not checked at all: compiling the expressions
-and their shared cost budget (DeviceClaimDerivedAttributeCELMaxCost, 1,000,000), the
-expression length, and name uniqueness (the list is `listType=atomic`, no unique tag;
-the hand-written validation was not available to read).
 """
 
 from __future__ import annotations
@@ -31,10 +34,19 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from draguard.schema.model import formats
-from draguard.schema.model.errors import FieldError, invalid, required, too_long, too_many
+from draguard.schema.model.errors import (
+    FieldError,
+    duplicate,
+    forbidden,
+    invalid,
+    required,
+    too_long,
+    too_many,
+)
 from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import (
     C_IDENTIFIER_MAX,
+    DERIVED_ATTRIBUTES_COST_MAX,
     DERIVED_ATTRIBUTES_MAX,
     DEVICE_DOMAIN_MAX,
     Release,
@@ -43,58 +55,107 @@ from draguard.schema.model.releases import (
 _Parts = tuple[Segment, ...]
 
 NO_SLASH = "a fully qualified name must be a domain and a name separated by a slash"
-UNUSED = ("must be referenced by a matchAttribute or distinctAttribute constraint that "
-          "applies to this request")
+UNUSED = ("must be referenced by at least one matchAttribute or distinctAttribute "
+          "constraint targeting this request")
+TOTAL_COST = ("too complex, total cost of derived attribute CEL expressions in the claim "
+              "exceeds cost limit")
 
 
-def check_derived_attributes(
-    requests: Sequence[Any], constraints: Sequence[Any], path: _Parts, release: Release
-) -> Iterator[FieldError]:
-    """Every derived attribute of the claim at `path` (= `spec.devices`): the unused ones
-    (hand-written), then the declarative checks (moved into order by the merge)."""
-    owners = list(_owners(requests, (*path, "requests")))
-    if not owners:
-        return
-    used = _used_by(constraints)
-    for attrs, at, refs in owners:
+class DerivedChecks:
+    """The hand-written checks of one claim's derived attributes: made per claim, as
+    upstream's `deviceValidationOptions` (the constraints' attributes, the cost total)."""
+
+    def __init__(self, constraints: Sequence[Any], release: Release) -> None:
+        self.used = _used_by(constraints)
+        self.release = release
+        self.total_cost = 0
+
+    def check(self, attrs: list[Any], at: _Parts, request: str) -> Iterator[FieldError]:
+        """`validateDeviceDerivedAttributes` for the list at `at` of `request` (its name,
+        or `parent/sub`): each item, then a Duplicate per repeated name."""
+        seen: set[Any] = set()
+        repeated: list[tuple[int, Any]] = []
         for k, attr in enumerate(attrs):
-            name = attr.get("name") if isinstance(attr, dict) else None
-            if isinstance(name, str) and name and not any((ref, name) in used for ref in refs):
-                yield invalid(FieldPath((*at, k, "name")), name, UNUSED)
-    for attrs, at, _ in owners:
+            if not isinstance(attr, dict):
+                continue  # malformed, already reported while reading
+            yield from self._item(attr, (*at, k), request)
+            name = attr.get("name", "")
+            if name in seen:
+                repeated.append((k, name))
+            seen.add(name)
+        for k, name in repeated:
+            yield duplicate(FieldPath((*at, k)), name)
+
+    def _item(self, attr: dict[str, Any], at: _Parts, request: str) -> Iterator[FieldError]:
+        name, expression = attr.get("name", ""), attr.get("expression", "")
+        if isinstance(name, str) and name and not self._is_used(name, request):
+            yield invalid(FieldPath((*at, "name")), name, UNUSED)
+        if isinstance(expression, str) and expression:
+            # CEL (and protobuf under it) is loaded only when a claim has an expression.
+            from draguard.schema.cel.check import check_derived_expression
+
+            found, cost = check_derived_expression(
+                expression, FieldPath((*at, "expression")), release=self.release
+            )
+            self.total_cost += cost
+            yield from found
+
+    def _is_used(self, name: str, request: str) -> bool:
+        """`isAttributeUsedByConstraint`: a constraint for all requests, for this one,
+        or (for `parent/sub`) for its parent."""
+        parent, slash, _ = request.partition("/")
+        refs = ("", request, parent) if slash else ("", request)
+        return any(name in self.used.get(ref, ()) for ref in refs)
+
+    def check_total(self, path: _Parts) -> Iterator[FieldError]:
+        """After requests, constraints and config: the claim's summed cost."""
+        if self.total_cost > DERIVED_ATTRIBUTES_COST_MAX:
+            yield forbidden(FieldPath(path), TOTAL_COST)
+
+
+def has_derived_attributes(requests: Sequence[Any]) -> bool:
+    """Whether any request or subrequest carries a derivedAttributes list."""
+    return any(True for _ in _owners(requests, ()))
+
+
+def check_declarative(requests: Sequence[Any], path: _Parts, release: Release) -> Iterator[FieldError]:
+    """The declarative checks of every derived attribute of the claim at `path`
+    (= `spec.devices`), moved into order by the merge (rules/declarative.py)."""
+    for attrs, at in _owners(requests, (*path, "requests")):
         yield from _declarative(attrs, at, release)
 
 
-def _owners(requests: Sequence[Any], path: _Parts) -> Iterator[tuple[list[Any], _Parts, tuple[str, ...]]]:
-    """(derivedAttributes, its path, the references a constraint may use for it): the
-    request's name for an exact request; parent or `parent/sub` for a subrequest."""
+def _owners(requests: Sequence[Any], path: _Parts) -> Iterator[tuple[list[Any], _Parts]]:
+    """(derivedAttributes, its path) of each exact request and subrequest."""
     for i, request in enumerate(requests):
         if not isinstance(request, dict):
             continue
-        name = request.get("name", "")
         exactly = request.get("exactly")
         if isinstance(exactly, dict) and isinstance(exactly.get("derivedAttributes"), list):
-            at = (*path, i, "exactly", "derivedAttributes")
-            yield exactly["derivedAttributes"], at, ("", name)
+            yield exactly["derivedAttributes"], (*path, i, "exactly", "derivedAttributes")
         subs = request.get("firstAvailable")
         for j, sub in enumerate(subs if isinstance(subs, list) else []):
             if isinstance(sub, dict) and isinstance(sub.get("derivedAttributes"), list):
-                at = (*path, i, "firstAvailable", j, "derivedAttributes")
-                yield sub["derivedAttributes"], at, ("", name, f"{name}/{sub.get('name', '')}")
+                yield sub["derivedAttributes"], (*path, i, "firstAvailable", j, "derivedAttributes")
 
 
-def _used_by(constraints: Sequence[Any]) -> set[tuple[str, str]]:
-    """(reference, attribute) pairs the constraints name; "" is a constraint without
-    `requests`, which applies to every request."""
-    used: set[tuple[str, str]] = set()
+def _used_by(constraints: Sequence[Any]) -> dict[str, set[str]]:
+    """`gatherConstraintAttributes`: reference → attribute names its constraints use;
+    "" for a constraint without `requests` (it applies to every request). With both
+    set, matchAttribute is the one taken (as the constraint's own validation does)."""
+    used: dict[str, set[str]] = {}
     for constraint in constraints:
         if not isinstance(constraint, dict):
             continue
-        attributes = [constraint.get(key) for key in ("matchAttribute", "distinctAttribute")]
+        attribute = constraint.get("matchAttribute")
+        if attribute is None:
+            attribute = constraint.get("distinctAttribute")
+        if not isinstance(attribute, str):
+            continue
         refs = constraint.get("requests") or [""]
-        for attribute in attributes:
-            if isinstance(attribute, str):
-                used.update((ref, attribute) for ref in refs if isinstance(ref, str))
+        for ref in refs if isinstance(refs, list) else []:
+            if isinstance(ref, str):
+                used.setdefault(ref, set()).add(attribute)
     return used
 
 

@@ -42,7 +42,7 @@ from draguard.schema.model.releases import (
     SELECTORS_MAX,
     Release,
 )
-from draguard.schema.rules.derived import check_derived_attributes
+from draguard.schema.rules.derived import DerivedChecks, check_declarative, has_derived_attributes
 
 ONE_OF_REQUIRED = "exactly one of `exactly` or `firstAvailable` is required"
 ONE_OF_MULTIPLE = ONE_OF_REQUIRED + ", but multiple fields are set"
@@ -164,10 +164,13 @@ class Rules:
 
     def _check_device_claim(self, devices: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
         requests = _items(devices.get("requests"))
-        yield from self._check_named_set(
-            requests, REQUESTS_MAX, self._check_request, (*path, "requests")
-        )
         constraints = _items(devices.get("constraints"))
+        # Kept only with DRADerivedAttributes on (model/gates.py); made per claim.
+        derived = (DerivedChecks(constraints, self.release)
+                   if self._derived and has_derived_attributes(requests) else None)
+        check_request = self._check_request if derived is None else partial(
+            self._check_request, derived=derived)
+        yield from self._check_named_set(requests, REQUESTS_MAX, check_request, (*path, "requests"))
         configs = _items(devices.get("config"))
         if constraints or configs:  # else nothing refers to the requests: no lookup table
             names = _gather_request_names(requests)
@@ -179,13 +182,17 @@ class Rules:
                     yield from self._check_list(
                         items, limit, partial(check, names=names), (*path, key)
                     )
-        if self._derived:  # kept only with DRADerivedAttributes on (model/gates.py)
-            yield from check_derived_attributes(requests, constraints, path, self.release)
+        if derived is not None:
+            yield from derived.check_total(path)
+            yield from check_declarative(requests, path, self.release)
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
-    def _check_request(self, request: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
-        yield from _check_request_name(request.get("name", ""), path)
+    def _check_request(
+        self, request: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None
+    ) -> Iterator[FieldError]:
+        name = request.get("name", "")
+        yield from _check_request_name(name, path)
         subrequests = _items(request.get("firstAvailable"))
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
@@ -194,30 +201,47 @@ class Rules:
         elif not has_first and not has_exact:
             yield required(FieldPath(path), ONE_OF_REQUIRED)
         elif isinstance(exactly, dict):
-            yield from self._check_exact(exactly, (*path, "exactly"))
+            yield from self._check_exact(exactly, (*path, "exactly"), derived, name)
         else:
+            check = self._check_subrequest if derived is None else partial(
+                self._check_subrequest, derived=derived, parent=name)
             yield from self._check_named_set(
-                subrequests, FIRST_AVAILABLE_MAX, self._check_subrequest, (*path, "firstAvailable")
+                subrequests, FIRST_AVAILABLE_MAX, check, (*path, "firstAvailable")
             )
 
-    def _check_exact(self, exact: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
+    def _check_exact(
+        self, exact: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None,
+        name: Any = "",
+    ) -> Iterator[FieldError]:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
         yield from _check_device_class(exact.get("deviceClassName", ""), path)
-        yield from self._check_device_fields(exact, path)
+        yield from self._check_device_fields(exact, path, derived, name)
 
-    def _check_subrequest(self, sub: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
+    def _check_subrequest(
+        self, sub: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None,
+        parent: Any = "",
+    ) -> Iterator[FieldError]:
         """Rule 10."""
-        yield from _check_request_name(sub.get("name", ""), path)
+        name = sub.get("name", "")
+        yield from _check_request_name(name, path)
         yield from _check_device_class(sub.get("deviceClassName", ""), path)
-        yield from self._check_device_fields(sub, path)
+        yield from self._check_device_fields(sub, path, derived, f"{parent}/{name}")
 
-    def _check_device_fields(self, request: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
-        """Selectors, allocation mode/count and tolerations, shared by exact and sub requests."""
+    def _check_device_fields(
+        self, request: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None,
+        ref: Any = "",
+    ) -> Iterator[FieldError]:
+        """Selectors, derived attributes (with their gate on), allocation mode/count and
+        tolerations, shared by exact and sub requests; `ref` names the request for the
+        derived attributes' constraints (`name` or `parent/sub`)."""
         selectors = request.get("selectors")
         if selectors and isinstance(selectors, list):
             yield from self._check_list(
                 selectors, SELECTORS_MAX, self._check_selector, (*path, "selectors")
             )
+        attrs = request.get("derivedAttributes")
+        if derived is not None and isinstance(attrs, list) and attrs:
+            yield from derived.check(attrs, (*path, "derivedAttributes"), str(ref))
         yield from _check_allocation(request.get("allocationMode", ""), request.get("count", 0), path)
         tolerations = request.get("tolerations")
         if tolerations and isinstance(tolerations, list):
