@@ -33,6 +33,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from draguard.schema.model.paths import Segment
 from draguard.schema.read.duplicates import Duplicate
 
 _CORE = "tag:yaml.org,2002:"
@@ -76,15 +77,74 @@ def load_with_positions(
     """The value and where each of its nodes starts (None when PyYAML had to build it).
 
     A key repeated in a mapping keeps its last value (as kubectl does) and, when
-    `duplicates` is given, is recorded there (not on the PyYAML fallback: merge keys,
-    custom tags).
+    `duplicates` is given, is recorded there, on the PyYAML fallback (merge keys, custom
+    tags) too.
     """
     try:
         return _build(text, duplicates)
     except _Fallback:
         # Merge keys and the like may repeat nodes, but not without bound.
         budget = [10_000 + 10 * len(text)]
-        return _as_json(yaml.load(text, Loader=TextLoader), budget), None
+        return _as_json(_load_fallback(text, duplicates), budget), None
+
+
+def _load_fallback(text: str, duplicates: list[Duplicate] | None) -> Any:
+    """`yaml.load` in its two steps (compose, then construct, as `get_single_data`
+    does), so that the composed nodes can be searched for repeated keys first."""
+    loader = TextLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if duplicates is not None:
+            duplicates.extend(_node_duplicates(loader, node))
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _node_duplicates(loader: TextLoader, root: yaml.Node) -> list[Duplicate]:
+    """Keys written twice in a mapping of the composed document, with their paths.
+
+    A merge key (`<<`) is not a repeat: a key written beside a merge overrides the merged
+    value, as in YAML's merge semantics. Each node is visited once (an alias points at a
+    node already seen), without recursion.
+    """
+    found: list[Duplicate] = []
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[Segment, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = _node_key(loader, key_node)
+                if key is None:
+                    continue
+                mark = key_node.start_mark
+                if key in first:
+                    was = first[key]
+                    found.append(Duplicate((*path, key), was.line, was.column,
+                                           mark.line, mark.column))
+                first[key] = mark
+                stack.append((value_node, (*path, key)))
+    return sorted(found, key=lambda d: (d.line, d.column))
+
+
+def _node_key(loader: TextLoader, node: yaml.Node) -> str | None:
+    """A scalar key as the value's JSON key; None for a merge key or a key that is not a
+    scalar (refused when the value is copied, `_json_key`)."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag == "tag:yaml.org,2002:merge":
+        return None
+    try:
+        return _json_key(loader.construct_object(node))
+    except (yaml.YAMLError, ValueError, TypeError):
+        return None
 
 
 def _as_json(value: Any, budget: list[int]) -> Any:
