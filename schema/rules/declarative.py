@@ -34,12 +34,17 @@ DeviceSubRequest has the same fields in the same order; v1beta1's DeviceRequest 
 flat (the exact request's fields and `firstAvailable` side by side), and a duplicate
 request in v1beta1 prints that struct.
 
-Not reproduced, because the stored code does not settle it: `k8s-resource-fully-
-qualified-name` on matchAttribute (covered in validation.go): the stored strfmt.go
-already has the unmerged extra-slash fix, so it is not 1.37's, and its prefix check
-does not lower-case as the hand-written one does; the opaque `driver` (RequiredCovered,
-FormatCovered), whose declarative path runs through the embedded DeviceConfiguration,
-which the stored generated code names `resourcev1.DeviceConfiguration`;
+Not reproduced, because the stored code does not date it: `k8s-resource-fully-
+qualified-name` on matchAttribute (covered in validation.go): two stored strfmt.go
+versions differ (one with the unmerged extra-slash fix, one with the TODO that 1.37
+matches), and its prefix check (`LongName`, "prefix: " + content.IsDNS1123Subdomain)
+does not lower-case as the hand-written `validateDriverName` does, so an upper-case
+domain would be refused only by it; the opaque `driver` (RequiredCovered,
+FormatCovered; `+k8s:required`, `+k8s:format=k8s-long-name-caseless`:
+content.IsDNS1123SubdomainCaseless's "an RFC 1123 subdomain must consist of
+alphanumeric characters…", verdicts as the hand-written lower-casing check, per
+pkg/registry/resource/resourceclaim declarative_validation_test.go; the embedded
+DeviceConfiguration keeps the path at `config[i]`, `safe.Value` giving the parent's);
 `distinctAttribute`, tagged in the stored types.go but covered neither in the stored
 validation.go nor generated in the stored zz_generated.validations.go. Those keep
 their hand-written place and words. The stored validation.go and types.go are not
