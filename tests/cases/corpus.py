@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from draguard.schema.model.options import Options
-from draguard.schema.model.releases import release
+from draguard.schema.model.releases import DEFAULT_RELEASE, parse_feature_gates, release
 
 CASES_DIR = Path(__file__).resolve().parent
 EXPECT = "# expect:"
@@ -50,6 +50,8 @@ class Case:
     rule: str
     errors: tuple[Finding, ...]
     kubernetes_version: str | None = None
+    # `--feature-gates` as the CLI takes it (e.g. "DRADerivedAttributes=true").
+    feature_gates: str | None = None
     namespace_labels: Mapping[str, str] | None = None
     default_namespace: str | None = DEFAULT_NAMESPACE
     disputed: str | None = None
@@ -80,12 +82,17 @@ class Case:
     @property
     def options(self) -> Options:
         """The validation options this case asks for (newest release unless pinned)."""
-        if self.kubernetes_version is None:
+        if self.kubernetes_version is None and self.feature_gates is None:
             return Options(namespace_labels=self.namespace_labels,
                            default_namespace=self.default_namespace)
-        return Options(release=release(self.kubernetes_version),
-                       namespace_labels=self.namespace_labels,
-                       default_namespace=self.default_namespace)
+        chosen = release(self.kubernetes_version or DEFAULT_RELEASE.name)
+        gates = parse_feature_gates(self.feature_gates or "")
+        assert not isinstance(gates, str), gates
+        gated = chosen.with_gates(gates)
+        assert not isinstance(gated, str), gated
+        return Options(release=gated, namespace_labels=self.namespace_labels,
+                       default_namespace=self.default_namespace,
+                       feature_gates=frozenset(g for g, on in gates.items() if on))
 
 
 def _devices(document: Any) -> Mapping[str, Any]:
@@ -111,6 +118,7 @@ def _case(file: str, index: int, document: Any, entry: Mapping[str, Any]) -> Cas
         rule=str(entry.get("rule", "")),
         errors=tuple(_finding(item) for item in entry.get("errors") or ()),
         kubernetes_version=entry.get("kubernetes_version"),
+        feature_gates=entry.get("feature_gates"),
         namespace_labels=entry.get("namespace_labels"),
         default_namespace=entry.get("default_namespace", DEFAULT_NAMESPACE),
         disputed=entry.get("disputed"),
