@@ -22,7 +22,9 @@ class Options:
     every document differs (a repository under lint).
     `feature_gates` names the alpha gates turned on (`releases.ALPHA_GATES`, e.g.
     DRADerivedAttributes), as `--feature-gates=X=true` does on a cluster; a gate the
-    release does not have changes nothing.
+    release does not have changes nothing. The CLI's and serve's `--feature-gates` also
+    put every gate set away from its default into `release` (`Release.with_gates`, which
+    refuses what kube-apiserver refuses), so a caller holding only the release agrees.
     """
 
     release: Release = DEFAULT_RELEASE
