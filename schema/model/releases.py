@@ -180,7 +180,9 @@ class Release:
         installs v1beta1 as before; its prerelease lifecycle says removed in 1.38, and
         no release after 1.38 is known to have it.
         """
-        return "DRAResourceV1beta1API" if version == "v1beta1" and self.minor >= 38 else None
+        if version != "v1beta1" or self.minor < 38 or self.gate_enabled("DRAResourceV1beta1API"):
+            return None  # with `--feature-gates=DRAResourceV1beta1API=true` installed again
+        return "DRAResourceV1beta1API"
 
     @property
     def dynamic_resource_allocation_gate(self) -> bool:
@@ -324,7 +326,6 @@ GATE_REMOVED: dict[str, int] = {
 UNMODELLED: dict[tuple[str, bool], str] = {
     ("DynamicResourceAllocation", False): "the resource.k8s.io API switched off",
     ("DRAListTypeAttributes", True): "list-type attributes in the CEL environment",
-    ("DRAResourceV1beta1API", True): "resource.k8s.io/v1beta1 served again",
 }
 
 

@@ -143,3 +143,14 @@ def test_serve_takes_the_flag_and_refuses_as_the_cli() -> None:
         parse_config(["--feature-gates", "DRAPrioritizedList=false"], {})
     from_env = parse_config([], {"DRAGUARD_FEATURE_GATES": "DRADerivedAttributes=true"})
     assert from_env.release == config.release
+
+
+def test_v1beta1_gate_in_1_38(claim: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """1.38 installs resource.k8s.io/v1beta1 only with DRAResourceV1beta1API
+    (pkg/apis/resource/install): convert refuses without it, converts with it."""
+    plain = ["convert", "--to", "v1beta1", "--kubernetes-version", "1.38"]
+    assert main([*plain, claim]) == 1
+    assert "only with the DRAResourceV1beta1API feature gate" in capsys.readouterr().err
+    assert release("1.38").with_gates({"DRAResourceV1beta1API": True}) != release("1.38")
+    main([*plain, "--feature-gates=DRAResourceV1beta1API=true", claim])
+    assert "DRAResourceV1beta1API" not in capsys.readouterr().err
