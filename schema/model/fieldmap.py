@@ -14,7 +14,9 @@ from typing import Any
 ORDER_ANNOTATION = "draguard.io/request-order"
 PARALLEL_KEY = "prioritizedRequests"
 
-# §5.0: the flat v1beta1 fields that live under `exactly` in the hub shape, in Go order.
+# §5.0: the flat v1beta1 fields that live under `exactly` in the hub shape, in Go order;
+# `derivedAttributes` too (1.37, behind DRADerivedAttributes: upstream validation.go's
+# ResourceNormalizationRules map v1beta1's `requests[i].derivedAttributes` to `exactly`).
 FLAT_FIELDS = (
     "deviceClassName",
     "selectors",
@@ -23,10 +25,12 @@ FLAT_FIELDS = (
     "adminAccess",
     "tolerations",
     "capacity",
+    "derivedAttributes",
 )
 
 # v1beta1 DeviceRequest field order after name and deviceClassName (§2.2, Go struct order).
-V1BETA1_ORDER = ("selectors", "allocationMode", "count", "adminAccess", "firstAvailable", "tolerations", "capacity")
+V1BETA1_ORDER = ("selectors", "allocationMode", "count", "adminAccess", "firstAvailable", "tolerations",
+                 "capacity", "derivedAttributes")
 
 
 def v1beta1_request_to_hub(request: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +63,7 @@ def main_fields_set(request: dict[str, Any]) -> bool:
         or "adminAccess" in request
         or "tolerations" in request
         or "capacity" in request
+        or "derivedAttributes" in request
     )
 
 

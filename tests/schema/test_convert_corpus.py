@@ -24,20 +24,10 @@ HERE = Path(__file__).resolve().parent
 CASES = [c for c in corpus.load_cases() if not c.disputed]
 # Valid as written: a document that is valid only after its release dropped a gated
 # field is refused by design (the drop is a loss), shown by the golden release pairs.
-# With DRADerivedAttributes on, 1.37's v1beta1 DeviceRequest has derivedAttributes too
-# (validation.go ResourceNormalizationRules map `requests[i].derivedAttributes` to
-# `exactly`), but the converter does not carry the field into v1beta1 yet (issue 17).
-GATED = "the converter drops derivedAttributes on the way to v1beta1 (found by issue 17's cases)"
 VALID = [
     pytest.param(c, id=c.id)
     for c in CASES
     if c.valid and not validate_object(c.document, options=c.options).dropped
-]
-# The round trip through v1beta1 shows the loss the one-way conversion does not report.
-VALID_TRIPS = [
-    pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(strict=True, reason=GATED)]
-                 if p.values[0].feature_gates else [])
-    for p in VALID
 ]
 # Upstream's own asymmetries, where the same invalid object has other findings once read
 # back in another version; each must keep failing until the reason changes.
@@ -49,8 +39,7 @@ INVALID = [
     pytest.param(
         c,
         id=c.id,
-        marks=[pytest.mark.xfail(strict=True, reason=KNOWN[c.id])] if c.id in KNOWN
-        else [pytest.mark.xfail(strict=True, reason=GATED)] if c.feature_gates else [],
+        marks=[pytest.mark.xfail(strict=True, reason=KNOWN[c.id])] if c.id in KNOWN else [],
     )
     for c in CASES
     if not c.valid
@@ -73,7 +62,7 @@ def test_valid_documents_convert_everywhere_and_stay_valid(case: Any) -> None:
         assert verdict.valid, (target, [str(e) for e in verdict.errors])
 
 
-@pytest.mark.parametrize("case", VALID_TRIPS)
+@pytest.mark.parametrize("case", VALID)
 def test_valid_documents_round_trip(case: Any) -> None:
     """Every ordered shape pair keeps a valid corpus document's meaning."""
     trips = round_trips(case.document, options=case.options) or []
