@@ -107,6 +107,19 @@ def test_junit_survives_control_characters() -> None:
     assert root.find("testsuite").get("name") == "a\ufffd.yaml"  # type: ignore[union-attr]
 
 
+def test_xml_replaces_exactly_the_code_points_xml_cannot_carry() -> None:
+    """Every code point outside XML 1.0's Char production becomes U+FFFD, and only those."""
+    from draguard.schema.report import _xml
+
+    def allowed(c: int) -> bool:
+        return (c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD
+                or 0x10000 <= c <= 0x10FFFF)
+
+    text = "".join(map(chr, range(0x110000)))
+    expected = "".join(chr(c) if allowed(c) else "\ufffd" for c in range(0x110000))
+    assert _xml(text) == expected
+
+
 def test_sarif_results_and_rules() -> None:
     """SARIF 2.1.0: one run, a rule per error type or warning code, located results."""
     out = json.loads(render(_report(), "sarif"))
