@@ -286,7 +286,7 @@ def config_yaml() -> str:
         ],
         "functions": _function_configs(),
     }
-    return json.dumps(config)
+    return json.dumps(config, separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=4)
