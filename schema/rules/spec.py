@@ -74,26 +74,30 @@ RequestNames = dict[str, frozenset[str] | None]
 Items = Sequence[Any]
 
 
-def rules_for(release: Release) -> Rules:
-    """The rule set of `release`, built once (its release flags are read once, too)."""
-    return _rules_for(release)
+def rules_for(release: Release, gates: frozenset[str] = frozenset()) -> Rules:
+    """The rule set of `release` with the alpha `gates` on (`Options.feature_gates`),
+    built once (its release flags are read once, too)."""
+    return _rules_for(release, release.derived_attributes_on(gates))
 
 
 @cache
-def _rules_for(release: Release) -> Rules:
-    return Rules(release)
+def _rules_for(release: Release, derived: bool) -> Rules:
+    return Rules(release, derived=derived)
 
 
 class Rules:
     """The rule set bound to one release (messages and paths differ between releases)."""
 
-    def __init__(self, release: Release) -> None:
+    def __init__(self, release: Release, *, derived: bool = False) -> None:
         self.release = release
         # Release flags are properties; the loops below read them as plain attributes.
         self._short_circuit = release.short_circuit_too_many
         self._duplicate_at_name = release.duplicate_at_name
         self._effects = release.toleration_effects
-        self._derived = release.has_derived_attributes
+        # `derivedAttributes` reaches the rules only with DRADerivedAttributes on: with it
+        # off, the strategy drops the field first (`model/gates.py`), so there is nothing
+        # for `check_derived_attributes` to walk (`rules_for` works it out from the gates).
+        self._derived = derived
         # Expressions known to compile cleanly in this release: a set lookup is several
         # times cheaper than the call into the CEL cache, and selectors repeat a lot.
         self._passing: set[str] = set()
@@ -179,7 +183,7 @@ class Rules:
                     yield from self._check_list(
                         items, limit, partial(check, names=names), (*path, key)
                     )
-        if self._derived:  # kept only with DRADerivedAttributes on (model/gates.py)
+        if self._derived:
             yield from check_derived_attributes(requests, constraints, path, self.release)
 
     # -- requests (rules 6–13) -----------------------------------------------------------
