@@ -110,9 +110,19 @@ class Report:
         return [r for r in self.results if r.templated]
 
     def summary(self) -> Summary:
-        skipped = sum(1 for r in self.results if _not_validated(r))
-        valid = sum(1 for r in self.results if r.valid and not _not_validated(r))
-        templated = len(self.templated)
+        # One pass (lint renders this once per run, over every document). A result is
+        # valid when neither skipped nor erroneous; `_not_validated` adds the kinds that
+        # are not claims or templates, so a valid one is counted only if it is a claim.
+        skipped = valid = templated = 0
+        for r in self.results:
+            templated += r.templated
+            if r.skipped:
+                skipped += 1
+            elif not r.errors:
+                if r.kind in KINDS:
+                    valid += 1
+                else:
+                    skipped += 1
         return Summary(len(self.results), valid, len(self.results) - skipped - valid,
                        skipped - templated, templated)
 
