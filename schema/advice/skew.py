@@ -14,6 +14,7 @@ findings and `draguard.io/ignore` silences them alike.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from draguard.schema.advice.codes import Advice
@@ -45,6 +46,8 @@ def check_skew(
 ) -> Iterator[Advice]:
     """Per request its gated features, then subrequest references, then distinctAttribute,
     each only when a component allowed next to a 1.`target` apiserver lacks it."""
+    if _silent(target):  # every check below is guarded by a lack: nothing to walk for
+        return
     scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
     kubelet = _oldest("kubelet", target, KUBELET_SKEW)
     prioritized: set[str] = set()
@@ -80,6 +83,17 @@ class _Oldest:
             return f"so does the {self.component} of a 1.{self.target} cluster"
         return (f"a 1.{self.target} cluster may run {self.component} 1.{self.minor} "
                 "(version-skew policy)")
+
+
+@cache
+def _silent(target: int) -> bool:
+    """True when the oldest scheduler and kubelet the skew policy allows next to a
+    1.`target` apiserver have every feature the checks ask about (from 1.37 on)."""
+    scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
+    kubelet = _oldest("kubelet", target, KUBELET_SKEW)
+    return (not any(scheduler.lacks(feature) for feature in (
+                "firstAvailable", *FIELD_CODES, "distinctAttribute"))
+            and kubelet.minor >= SUBREQUEST_RESULTS_SINCE)
 
 
 def _oldest(component: str, target: int, skew: int) -> _Oldest:

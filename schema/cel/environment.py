@@ -23,10 +23,10 @@ Kubernetes base environment:
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from cel_expr_python import cel
 from google.protobuf import descriptor_pb2, descriptor_pool, struct_pb2
 
@@ -267,7 +267,11 @@ _CAPACITY = _map(STRING, _map(STRING, _t(QUANTITY)))
 
 @functools.lru_cache(maxsize=1)  # a constant: lint's checker and explain's runtime both read it
 def config_yaml() -> str:
-    """The binding's environment config: extensions, variables and declarations."""
+    """The binding's environment config: extensions, variables and declarations.
+
+    Written as JSON, which is YAML (flow style) to the binding's parser and to PyYAML
+    (`cluster/selectors.py` reads it back): no YAML library is loaded to check a selector.
+    """
     config = {
         # Upstream: ext.Strings(v2), ext.Sets, cel.OptionalTypes, ext.TwoVarComprehensions,
         # ext.Bindings(v0) (the DRA environment adds cel.bind).
@@ -282,9 +286,7 @@ def config_yaml() -> str:
         ],
         "functions": _function_configs(),
     }
-    # libyaml's dumper when present: the pure-Python one costs every run's start.
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(config, Dumper=dumper, sort_keys=False)
+    return json.dumps(config, separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=4)

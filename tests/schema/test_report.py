@@ -107,6 +107,44 @@ def test_junit_survives_control_characters() -> None:
     assert root.find("testsuite").get("name") == "a\ufffd.yaml"  # type: ignore[union-attr]
 
 
+def test_xml_replaces_exactly_the_code_points_xml_cannot_carry() -> None:
+    """Every code point outside XML 1.0's Char production becomes U+FFFD, and only those."""
+    from draguard.schema.report import _xml
+
+    def allowed(c: int) -> bool:
+        return (c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD
+                or 0x10000 <= c <= 0x10FFFF)
+
+    text = "".join(map(chr, range(0x110000)))
+    expected = "".join(chr(c) if allowed(c) else "\ufffd" for c in range(0x110000))
+    assert _xml(text) == expected
+
+
+def test_summary_counts_every_combination_of_what_it_reads() -> None:
+    """The summary's counts follow their definitions for any mix of kinds, errors, skips and templates."""
+    import itertools
+
+    variants = [
+        DocumentResult("a.yaml", 0, None, kind, None, None, errors, skipped=skipped,
+                       templated=templated)
+        for kind, errors, skipped, templated in itertools.product(
+            (None, "ResourceClaim", "ResourceClaimTemplate", "Pod"), ((), (DUP,)),
+            (False, True), (False, True))
+    ]
+    for results in itertools.product(variants, repeat=3):
+        report = Report()
+        report.extend(results)
+        # Not validated: skipped, or an error-free object of a kind lint does not check.
+        unchecked = [r for r in results if r.skipped or (not r.errors and r.kind not in
+                                                           ("ResourceClaim", "ResourceClaimTemplate"))]
+        valid = [r for r in results if r.valid and r not in unchecked]
+        templated = [r for r in results if r.templated]
+        summary = report.summary()
+        assert (summary.documents, summary.valid, summary.invalid, summary.skipped,
+                summary.templated) == (3, len(valid), 3 - len(unchecked) - len(valid),
+                                       len(unchecked) - len(templated), len(templated))
+
+
 def test_sarif_results_and_rules() -> None:
     """SARIF 2.1.0: one run, a rule per error type or warning code, located results."""
     out = json.loads(render(_report(), "sarif"))
