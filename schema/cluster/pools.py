@@ -222,7 +222,13 @@ def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[s
         # counter sets or per-device selection (read_slice allows one selection field),
         # so `_add_slice` alone decides.
         for _, found in index.by_node.get(node.name, ()):
-            _add_slice(pools, found)
+            # `_add_slice`, inlined: this loop runs for every slice of the cluster.
+            key = (found.driver, found.pool)
+            members = pools.get(key)
+            if members is None or found.generation > members[0].generation:
+                pools[key] = [found]
+            elif found.generation == members[0].generation:
+                members.append(found)
         return pools
     for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection
@@ -248,18 +254,29 @@ def _add_slice(pools: dict[tuple[str, str], list[Slice]], found: Slice) -> None:
         members.append(found)
 
 
+def _duplicate_name(slices: list[Slice]) -> str | None:
+    """The first device name that a later device of the slices repeats, in order."""
+    names = [device.name for found in slices for device in found.devices]
+    if len(set(names)) == len(names):
+        return None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def _build_pool(driver: str, name: str, members: list[Slice], features: Features,
                 everything: list[Slice] | None) -> Pool:
     """Upstream `buildPool`: validation failures make the pool invalid, not an error."""
     pool = Pool(driver, name)
     device_slices = [s for s in members if not (features.partitionable_devices and s.shared_counters)]
-    seen: set[str] = set()
-    for found in device_slices:
-        for device in found.devices:
-            if device.name in seen:
-                pool.invalid = f"duplicate device name {device.name}"
-                return pool
-            seen.add(device.name)
+    if len(device_slices) > 1:  # read_slice refuses a slice that repeats a device name
+        duplicate = _duplicate_name(device_slices)
+        if duplicate is not None:
+            pool.invalid = f"duplicate device name {duplicate}"
+            return pool
     pool.slices = device_slices
     if not features.partitionable_devices:
         return pool
