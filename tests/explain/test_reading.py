@@ -13,6 +13,7 @@ import yaml
 
 from draguard.schema.cli import explain as explain_cli
 from draguard.schema.cluster.inventory import Inventory, add_objects, read_inventory
+from draguard.schema.cluster.objects import NOWHERE, read_slice
 from draguard.schema.explain import explain
 from draguard.schema.model.releases import release
 
@@ -90,6 +91,37 @@ def test_a_device_with_a_problem_is_reported_in_every_slice() -> None:
     assert [f.message for f in inventory.findings] == [
         "spec.devices.1.capacity.memory.value: not a quantity",
         "spec.devices.0.capacity.memory.value: not a quantity"]
+
+
+def _plain(**spec: Any) -> dict[str, Any]:
+    base = {"driver": "d.example.com", "nodeName": "node-1",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [GPU, {**GPU, "name": "gpu-1"}]}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "s"}, "spec": {**base, **spec}}
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(_plain(), id="plain"),
+    pytest.param(_plain(devices=[GPU, GPU]), id="duplicate-name"),
+    pytest.param(_plain(devices=[GPU, {"name": "x", "capacity": {"m": {"value": "lots"}}}]),
+                 id="device-with-a-problem"),
+    pytest.param(_plain(pool={"name": "p", "generation": True, "resourceSliceCount": 1}),
+                 id="bool-generation"),
+    pytest.param(_plain(nodeName=""), id="empty-node-name"),
+    pytest.param(_plain(allNodes=False), id="other-selection-key"),
+    pytest.param(_plain(devices=[{**GPU, "name": f"g{i}"} for i in range(65)]), id="65-devices"),
+    pytest.param(_plain(devices=[]), id="no-devices"),
+])
+def test_the_usual_slice_reads_as_the_general_path(obj: dict[str, Any]) -> None:
+    """`read_slice` with a device table (its fast path for the usual slice) gives what
+    the general path gives: the same slice, or the same problems."""
+    fast, fast_problems = read_slice(obj, NOWHERE, {})
+    general, problems = read_slice(obj, NOWHERE)
+    assert fast_problems == problems
+    assert (fast is None) == (general is None)
+    if fast is not None and general is not None:
+        assert fast == general
 
 
 def test_explain_leaves_no_cyclic_garbage() -> None:
