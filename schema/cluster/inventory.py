@@ -265,7 +265,7 @@ class _Place:
         self.chunk, self.parsed, self.prefix = chunk, parsed, prefix
 
     def origin(self) -> Origin:
-        return Origin(self.chunk.file, self.finding(FieldPath()).line)
+        return Origin(self.chunk.file, find=lambda: self.finding(FieldPath()).line)
 
     def finding(self, path: FieldPath, message: str = "") -> Finding:
         where = locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])

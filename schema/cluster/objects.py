@@ -9,7 +9,7 @@ hold it; a doubtful but storable value is kept and reported.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -36,12 +36,35 @@ class Problem:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
 class Origin:
-    """Where an object came from: file and 1-based line (0 when unknown)."""
+    """Where an object came from: file and 1-based line (0 when unknown).
 
-    file: str
-    line: int
+    The line may be found only when first asked (`find`): placing each object of a
+    long YAML List walks the document (a third of reading a 5,000-node List,
+    bench/RESULTS.md issue 19), and most objects never have a finding.
+    """
+
+    __slots__ = ("_find", "_line", "file")
+
+    def __init__(self, file: str, line: int = 0, find: Callable[[], int] | None = None) -> None:
+        self.file, self._line, self._find = file, line, find
+
+    @property
+    def line(self) -> int:
+        if self._find is not None:
+            self._line, self._find = self._find(), None
+        return self._line
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Origin):
+            return NotImplemented
+        return (self.file, self.line) == (other.file, other.line)
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.line))
+
+    def __repr__(self) -> str:
+        return f"Origin(file={self.file!r}, line={self.line})"
 
 
 NOWHERE = Origin("", 0)

@@ -174,3 +174,16 @@ def test_named_slices_keep_the_newest_generation_per_pool() -> None:
     [pool] = gather_pools(SliceIndex(inventory.slices), Node("n", {}), Features.of(RELEASE))
     assert [s.name for s in pool.slices] == ["new-a", "new-b"]
     assert not pool.incomplete and pool.invalid is None
+
+
+def test_objects_of_a_yaml_list_are_placed_at_their_lines(tmp_path: Path) -> None:
+    """Each object's line, found only when asked, is where its item starts in the List."""
+    objects = [_plain(), {**_plain(), "metadata": {"name": "t"}}, *_objects()]
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}, sort_keys=False)
+    path = tmp_path / "list.yaml"
+    path.write_text(text)
+    inventory = read_inventory([str(path)], release=RELEASE)
+    starts = [n + 1 for n, line in enumerate(text.splitlines()) if line.startswith("- ")]
+    placed = [*(s.origin.line for s in inventory.slices), *(n.origin.line for n in inventory.nodes)]
+    assert sorted(placed) == [line for line, obj in zip(starts, objects, strict=True)
+                              if obj["kind"] in ("ResourceSlice", "Node")]
