@@ -183,7 +183,7 @@ class SelectorCache:
             # Devices read from equal text are one object (`read_slice`): most pools are
             # found by their devices' identities, without making the content key. The
             # devices live as long as the inventory the run explains, so no id is reused.
-            identities: tuple[str | int, ...] = (pool.driver, *[id(c.device) for c in pool.candidates()])
+            identities: tuple[str | int, ...] = (pool.driver, *[id(d) for d in pool.devices()])
             found = self._identities.get(identities)
             if found is not None:
                 pool.content_id = found
@@ -237,14 +237,14 @@ def node_shape(pools: Sequence[Pool], allocated: set[DeviceKey], cache: Selector
         usable += 1
         if pool.per_device_node_selection or pool.counter_sets:
             return None
-        members = pool.candidates()
-        for c in members:
-            device = c.device
+        members = pool.devices()
+        for device in members:
             if device.taints or device.consumes_counters or device.binding_conditions or (
                     device.allow_multiple_allocations and features.consumable_capacity):
                 return None
         # Nothing allocated in the cluster (the allocated set is the run's): no need to look.
-        taken = tuple(c.key in allocated for c in members) if allocated else None
+        driver, name = pool.driver, pool.name
+        taken = tuple((driver, name, d.name) in allocated for d in members) if allocated else None
         out.append((cache.pool_content(pool), taken))
     if not features.sorted_pools and usable >= 2:
         return None
@@ -318,7 +318,9 @@ class Allocator:
         """
         if isinstance(solution, Unfit):
             return solution
-        results = [[Result(request, *self.pools[pi].candidates()[ci].key, admin)
+        pools = self.pools
+        results = [[Result(request, pools[pi].driver, pools[pi].name, pools[pi].devices()[ci].name,
+                           admin)
                     for request, pi, ci, admin in claim] for claim in solution[0]]
         return Allocated(results, [dict(c) for c in solution[1]])
 

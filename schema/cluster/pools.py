@@ -76,6 +76,7 @@ class Pool:
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     content_id: int = -1  # SelectorCache.pool_content
     _per_device: bool | None = None
+    _devices: list[Device] | None = None
     _candidates: list[Candidate] | None = None
     _by_slice: list[tuple[Slice, list[Candidate]]] | None = None
 
@@ -88,6 +89,16 @@ class Pool:
         if self._per_device is None:
             self._per_device = any(s.per_device_node_selection for s in self.slices)
         return self._per_device
+
+    def devices(self) -> list[Device]:
+        """The devices of the slices that target the node, in slice order: what
+        `candidates` holds, without making a candidate per device (nodes whose search is
+        replayed need only these)."""
+        if self._devices is None:
+            slices = self.slices
+            self._devices = (slices[0].devices if len(slices) == 1
+                             else [device for found in slices for device in found.devices])
+        return self._devices
 
     def candidates(self) -> list[Candidate]:
         """The devices of the slices that target the node, in slice order (made once)."""
