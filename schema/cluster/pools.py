@@ -176,12 +176,18 @@ class SliceIndex:
 
     def __init__(self, slices: Sequence[Slice]) -> None:
         self.slices = slices
-        self.by_node: dict[str, list[tuple[int, Slice]]] = {}
+        self.by_node: dict[str, list[Slice]] = {}
         self.general: list[tuple[int, Slice]] = []
         self._by_pool: dict[tuple[str, str], list[Slice]] | None = None
+        self._ordinals: dict[int, int] | None = None  # by id of a named slice
+        by_node = self.by_node
         for ordinal, found in enumerate(slices):
             if found.node_name and not found.shared_counters:
-                self.by_node.setdefault(found.node_name, []).append((ordinal, found))
+                named = by_node.get(found.node_name)
+                if named is None:
+                    by_node[found.node_name] = [found]
+                else:
+                    named.append(found)
             else:
                 self.general.append((ordinal, found))
 
@@ -198,8 +204,12 @@ class SliceIndex:
     def for_node(self, node: Node) -> list[Slice]:
         named = self.by_node.get(node.name, [])
         if not self.general:
-            return [found for _, found in named]
-        return [found for _, found in sorted([*named, *self.general], key=lambda e: e[0])]
+            return list(named)
+        if self._ordinals is None:  # input order, wanted only beside general slices
+            self._ordinals = {id(found): ordinal for ordinal, found in enumerate(self.slices)}
+        ordinals = self._ordinals
+        return [found for _, found in sorted([*((ordinals[id(s)], s) for s in named), *self.general],
+                                             key=lambda e: e[0])]
 
 
 def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool]:
@@ -232,7 +242,7 @@ def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[s
         # Only slices naming this node (the usual cluster): each reaches it, and none has
         # counter sets or per-device selection (read_slice allows one selection field),
         # so `_add_slice` alone decides.
-        for _, found in index.by_node.get(node.name, ()):
+        for found in index.by_node.get(node.name, ()):
             # `_add_slice`, inlined: this loop runs for every slice of the cluster.
             key = (found.driver, found.pool)
             members = pools.get(key)
@@ -297,9 +307,10 @@ def _build_pool(driver: str, name: str, members: list[Slice], features: Features
                 pool.invalid = f"duplicate counter set name {set_name}"
                 return pool
             pool.counter_sets[set_name] = counters
-    names = {s.name for s in members}
-    pool.other_slices = [s for s in everything or () if s.name not in names]
-    for found in [*members, *pool.other_slices]:
+    if everything:
+        names = {s.name for s in members}
+        pool.other_slices = [s for s in everything if s.name not in names]
+    for found in [*members, *pool.other_slices] if pool.other_slices else members:
         for device in found.devices:
             for set_name, counters in device.consumes_counters:
                 available = pool.counter_sets.get(set_name)
