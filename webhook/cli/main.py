@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from draguard.schema.cli.frame import quiet, write
 
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
-def _exit_now(status: int) -> None:
+def _exit_now(status: int) -> NoReturn:
     """Flush what Python would flush at exit, then end without freeing anything."""
     for stream in (sys.stdout, sys.stderr):
         # A closed or gone reader: nothing more can be written anyway.
