@@ -13,7 +13,7 @@ table a person reads at a glance.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -272,13 +272,14 @@ def _explain_pools(node: Node, pools: list[Pool], unit: _Unit, pending: list[Cla
         memo.solutions[shape_id] = allocator.positional(result) if isinstance(result, Allocated) else result
     if isinstance(result, Failed):
         return result.message
-    reasons = _Reasons(shape_id, memo.reasons) if shape is not None else None
+    reasons = _Reasons(shape_id, memo.reasons, memo.claims) if shape is not None else None
     claims = [_claim_outcome(allocator, ci, claim, result, reasons) for ci, claim in enumerate(pending)]
     claims += [ClaimOutcome(c.name, [Result(r.request, *r.key, r.admin_access,
                                             r.share_id is not None, r.consumed or ())
                                      for r in c.allocated or ()]) for c in done]
-    order = {c.name: i for i, c in enumerate(unit.claims)}
-    claims.sort(key=lambda c: order.get(c.name, 0))
+    if done:  # pending claims come in the Pod's order already
+        order = {c.name: i for i, c in enumerate(unit.claims)}
+        claims.sort(key=lambda c: order.get(c.name, 0))
     if isinstance(result, Unfit):
         # Upstream's own words first: Allocate returns this error when it found no
         # solution and some pool was invalid (allocator_stable.go, end of Allocate).
@@ -322,24 +323,58 @@ def _same(first: Allocated, second: Allocated) -> bool:
 
 def _claim_outcome(allocator: Allocator, ci: int, claim: Claim,
                    result: Allocated | Unfit, memo: _Reasons | None) -> ClaimOutcome:
+    results = result.results[ci] if isinstance(result, Allocated) else None
+    if memo is None:
+        return ClaimOutcome(claim.name, results, _alternatives(
+            allocator, ci, claim, result, lambda ri, si: _describe(allocator, ci, ri, si, None)))
+    # Nodes of one shape choose alike and fail alike: the alternatives are worked out
+    # once per shape with the node's name left open, then filled in per node.
+    key = (memo.shape, ci)
+    template = memo.claims.get(key, _UNSHARED)
+    if template is _UNSHARED:
+        try:
+            template = _alternatives(allocator, ci, claim, result,
+                                     lambda ri, si: _describe_shared(allocator, ci, ri, si, memo))
+        except _NotShared:
+            template = None
+        memo.claims[key] = template
+    if template is None:  # a reason names a device of this node
+        return ClaimOutcome(claim.name, results, _alternatives(
+            allocator, ci, claim, result, lambda ri, si: _describe(allocator, ci, ri, si, None)))
+    name = allocator.node.name
+    return ClaimOutcome(claim.name, results, [
+        a if not any(_NODE in r.reason for r in a.rejected) else Alternative(
+            a.request, a.chosen, [Rejected(r.subrequest, r.reason.replace(_NODE, name))
+                                  for r in a.rejected])
+        for a in template])
+
+
+def _alternatives(allocator: Allocator, ci: int, claim: Claim, result: Allocated | Unfit,
+                  describe: Callable[[int, int], str | None]) -> list[Alternative]:
     chosen = result.chosen[ci] if isinstance(result, Allocated) else {}
-    outcome = ClaimOutcome(claim.name, result.results[ci] if isinstance(result, Allocated) else None)
+    out: list[Alternative] = []
     for ri, alternatives in enumerate(claim_requests(claim)):
         parent = alternatives[0].parent
         if parent is None:
             if isinstance(result, Unfit):
-                reason = _describe(allocator, ci, ri, 0, memo)
+                reason = describe(ri, 0)
                 if reason is not None:
-                    outcome.alternatives.append(
-                        Alternative(alternatives[0].name, None, [Rejected("", reason)]))
+                    out.append(Alternative(alternatives[0].name, None, [Rejected("", reason)]))
             continue
         taken = chosen.get(ri)
         alternative = Alternative(parent, None if taken is None else alternatives[taken].name)
         for si, sub in enumerate(alternatives[: len(alternatives) if taken is None else taken]):
-            reason = _describe(allocator, ci, ri, si, memo) or _TOGETHER
+            reason = describe(ri, si) or _TOGETHER
             alternative.rejected.append(Rejected(sub.name, reason))
-        outcome.alternatives.append(alternative)
-    return outcome
+        out.append(alternative)
+    return out
+
+
+class _NotShared(Exception):
+    """A reason that cannot be shared among the nodes of a shape (it names a device)."""
+
+
+_UNSHARED: Any = object()
 
 
 _NODE = "\0"  # stands for the node's name in a reason shared by nodes of one shape
@@ -351,6 +386,7 @@ class _Reasons:
 
     shape: int
     known: dict[tuple[int, int, int, int], list[str] | None]
+    claims: dict[tuple[int, int], list[Alternative] | None]  # reasons with `_NODE`
 
 
 @dataclass(slots=True)
@@ -360,6 +396,7 @@ class _Memo:
     shapes: dict[Shape, int] = field(default_factory=dict)
     solutions: dict[int, Positional | Unfit] = field(default_factory=dict)
     reasons: dict[tuple[int, int, int, int], list[str] | None] = field(default_factory=dict)
+    claims: dict[tuple[int, int], list[Alternative] | None] = field(default_factory=dict)
 
 
 def _describe(allocator: Allocator, ci: int, ri: int, si: int, memo: _Reasons | None) -> str | None:
@@ -377,6 +414,19 @@ def _describe(allocator: Allocator, ci: int, ri: int, si: int, memo: _Reasons | 
         return describe_request(allocator, ci, ri, si)
     except Abort as stop:
         return stop.message
+
+
+def _describe_shared(allocator: Allocator, ci: int, ri: int, si: int, memo: _Reasons) -> str | None:
+    """`_describe` for every node of the shape: `_NODE` where the node's name goes."""
+    key = (memo.shape, ci, ri, si)
+    if key not in memo.known:
+        try:
+            text = describe_request(allocator, ci, ri, si, node_name=_NODE)
+        except Abort:  # may name a device: not shared
+            raise _NotShared from None
+        memo.known[key] = None if text is None else text.split(_NODE)
+    parts = memo.known[key]
+    return None if parts is None else _NODE.join(parts)
 
 
 def _first_reason(claims: list[ClaimOutcome]) -> str | None:
@@ -408,8 +458,18 @@ def _score(outcome: PodOutcome, features: Features, claims: list[Claim],
     feasible = [n for n in outcome.nodes if n.feasible]
     if not features.scoring or len(feasible) < 2:
         return
+    # The score depends on the request names of the results alone: nodes that chose
+    # alike score alike (most nodes, in a large cluster).
+    known: dict[tuple[tuple[str, ...], ...], int] = {}
     for node in feasible:
-        node.raw_score = _raw_score(node, claims) if pending else 0
+        if not pending:
+            node.raw_score = 0
+            continue
+        key = tuple(tuple(r.request for r in c.results or ()) for c in node.claims)
+        raw = known.get(key)
+        if raw is None:
+            raw = known[key] = _raw_score(node, claims)
+        node.raw_score = raw
     best = max(n.raw_score or 0 for n in feasible)
     for node in feasible:
         # DefaultNormalizeScore: scores stay as they are (all 0) when the best is 0.

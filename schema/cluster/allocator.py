@@ -153,6 +153,7 @@ class SelectorCache:
         self.by_pool: dict[tuple[int, int], list[int]] = {}
         self._selector_ids: dict[tuple[Any, ...], int] = {}
         self._contents: dict[tuple[str, ...], int] = {}
+        self._identities: dict[tuple[str | int, ...], int] = {}  # by driver and device identity
         self._by_request: dict[int, tuple[Request, DeviceClass | None, int]] = {}
 
     def selector_id(self, key: tuple[Any, ...]) -> int:
@@ -179,6 +180,14 @@ class SelectorCache:
         from one of them is then worked out once per run.
         """
         if pool.content_id < 0:
+            # Devices read from equal text are one object (`read_slice`): most pools are
+            # found by their devices' identities, without making the content key. The
+            # devices live as long as the inventory the run explains, so no id is reused.
+            identities: tuple[str | int, ...] = (pool.driver, *[id(d) for d in pool.devices()])
+            found = self._identities.get(identities)
+            if found is not None:
+                pool.content_id = found
+                return found
             # Binding conditions decide selectability too (before 1.36), outside the signature.
             # Request policies decide whether a capacity request fits (1.36+).
             key = tuple((c.device._signature or c.device.signature(c.key[0]))
@@ -186,6 +195,7 @@ class SelectorCache:
                         + (repr(sorted(c.device.policies.items())) if c.device.policies else "")
                         for c in pool.candidates())
             pool.content_id = self._contents.setdefault(key, len(self._contents))
+            self._identities[identities] = pool.content_id
         return pool.content_id
 
     def matches(self, expression: str, driver: str, device: Device) -> tuple[bool, str | None]:
@@ -227,13 +237,15 @@ def node_shape(pools: Sequence[Pool], allocated: set[DeviceKey], cache: Selector
         usable += 1
         if pool.per_device_node_selection or pool.counter_sets:
             return None
-        members = pool.candidates()
-        for c in members:
-            device = c.device
+        members = pool.devices()
+        for device in members:
             if device.taints or device.consumes_counters or device.binding_conditions or (
                     device.allow_multiple_allocations and features.consumable_capacity):
                 return None
-        out.append((cache.pool_content(pool), tuple(c.key in allocated for c in members)))
+        # Nothing allocated in the cluster (the allocated set is the run's): no need to look.
+        driver, name = pool.driver, pool.name
+        taken = tuple((driver, name, d.name) in allocated for d in members) if allocated else None
+        out.append((cache.pool_content(pool), taken))
     if not features.sorted_pools and usable >= 2:
         return None
     return tuple(out)
@@ -306,7 +318,9 @@ class Allocator:
         """
         if isinstance(solution, Unfit):
             return solution
-        results = [[Result(request, *self.pools[pi].candidates()[ci].key, admin)
+        pools = self.pools
+        results = [[Result(request, pools[pi].driver, pools[pi].name, pools[pi].devices()[ci].name,
+                           admin)
                     for request, pi, ci, admin in claim] for claim in solution[0]]
         return Allocated(results, [dict(c) for c in solution[1]])
 

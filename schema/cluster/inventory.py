@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import codecs
 import gc
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from draguard.schema.cluster.objects import (
     NOWHERE,
@@ -40,18 +41,10 @@ from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import Release
 from draguard.schema.model.shapes import identify
 from draguard.schema.read import jsondecode
-from draguard.schema.read.sources import (
-    Chunk,
-    Parsed,
-    SyntaxProblem,
-    Unreadable,
-    expand_paths,
-    locate,
-    parse,
-    read_source,
-    split_documents,
-)
 from draguard.schema.validate import prepare, validate_object
+
+if TYPE_CHECKING:
+    from draguard.schema.read.sources import Chunk, Parsed, Unreadable
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 
@@ -141,26 +134,49 @@ class Inventory:
 
 
 def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "default",
-                   stdin: BinaryIO | None = None) -> Inventory:
+                   stdin: BinaryIO | None = None, keep: list[object] | None = None) -> Inventory:
     """Read every input; unreadable files go to `unreadable`, broken objects to `findings`.
 
     Paths as lint takes them: files, folders (their manifests, recursively) or `-`.
+    `keep` receives each decoded document instead of letting it be freed once read: for
+    a command that exits without freeing (freeing a 50,000-node List object by object
+    takes about half a second, bench/RESULTS.md issue 19).
     """
     inventory = Inventory()
     with collection_paused():
-        for path in expand_paths(paths):
+        for path in _expanded(paths):
             whole = _whole_json(path)
             if whole is not None:
                 _add_value(inventory, *whole, release=release, namespace=namespace)
+                if keep is not None:
+                    keep.append(whole)
                 continue
-            source = read_source(path, stdin)
-            if isinstance(source, Unreadable):
+            from draguard.schema.read import sources  # see `_expanded`
+
+            source = sources.read_source(path, stdin)
+            if isinstance(source, sources.Unreadable):
                 inventory.unreadable.append(source)
                 continue
-            for chunk in split_documents(source):
-                add_chunk(inventory, chunk, release=release, namespace=namespace)
+            for chunk in sources.split_documents(source):
+                add_chunk(inventory, chunk, release=release, namespace=namespace, keep=keep)
         check_references(inventory)
     return inventory
+
+
+def _expanded(paths: Iterable[str]) -> Iterator[str]:
+    """`sources.expand_paths`, without importing lint's readers for a file named as such.
+
+    Their YAML readers cost every start about 0.04 s of imports (compiling the block
+    grammar), which a run on `kubectl get -o json` files never uses (bench/RESULTS.md
+    issue 19); they are imported when a folder, stdin or a YAML document comes.
+    """
+    for path in paths:
+        if path != "-" and os.path.isfile(path):
+            yield path
+            continue
+        from draguard.schema.read import sources
+
+        yield from sources.expand_paths([path])
 
 
 _JSON_SPACE = re.compile(rb"[ \t\n\r]*+")
@@ -222,9 +238,14 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace: str) -> None:
-    parsed = parse(chunk)
-    if isinstance(parsed, SyntaxProblem):
+def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace: str,
+              keep: list[object] | None = None) -> None:
+    from draguard.schema.read import sources  # see `_expanded`
+
+    parsed = sources.parse(chunk)
+    if keep is not None:
+        keep.append(parsed)
+    if isinstance(parsed, sources.SyntaxProblem):
         inventory.findings.append(Finding(chunk.file, parsed.line, parsed.column, parsed.detail))
         return
     value = parsed.value
@@ -257,10 +278,12 @@ class _Place:
         self.chunk, self.parsed, self.prefix = chunk, parsed, prefix
 
     def origin(self) -> Origin:
-        return Origin(self.chunk.file, self.finding(FieldPath()).line)
+        return Origin(self.chunk.file, find=lambda: self.finding(FieldPath()).line)
 
     def finding(self, path: FieldPath, message: str = "") -> Finding:
-        where = locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])
+        from draguard.schema.read import sources  # see `_expanded`
+
+        where = sources.locate(self.chunk, self.parsed.positions, [FieldPath((*self.prefix, *path))])
         return Finding(self.chunk.file, where.line, where.column, message)
 
 

@@ -9,7 +9,7 @@ hold it; a doubtful but storable value is kept and reported.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -36,12 +36,35 @@ class Problem:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
 class Origin:
-    """Where an object came from: file and 1-based line (0 when unknown)."""
+    """Where an object came from: file and 1-based line (0 when unknown).
 
-    file: str
-    line: int
+    The line may be found only when first asked (`find`): placing each object of a
+    long YAML List walks the document (a third of reading a 5,000-node List,
+    bench/RESULTS.md issue 19), and most objects never have a finding.
+    """
+
+    __slots__ = ("_find", "_line", "file")
+
+    def __init__(self, file: str, line: int = 0, find: Callable[[], int] | None = None) -> None:
+        self.file, self._line, self._find = file, line, find
+
+    @property
+    def line(self) -> int:
+        if self._find is not None:
+            self._line, self._find = self._find(), None
+        return self._line
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Origin):
+            return NotImplemented
+        return (self.file, self.line) == (other.file, other.line)
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.line))
+
+    def __repr__(self) -> str:
+        return f"Origin(file={self.file!r}, line={self.line})"
 
 
 NOWHERE = Origin("", 0)
@@ -258,6 +281,9 @@ def read_slice(obj: Mapping[str, Any], origin: Origin,
     and attributes on every node of a kind), and a `Device` depends on its own text and
     driver alone (its lazily made signature and CEL inputs too), never on its slice.
     """
+    plain = _plain_slice(obj, origin, known)
+    if plain is not None:
+        return plain, []
     name = meta_name(obj)
     spec = _map(obj.get("spec"))
     pool = _map(spec.get("pool"))
@@ -296,6 +322,51 @@ def read_slice(obj: Mapping[str, Any], origin: Origin,
         seen.add(device.name)
         result.devices.append(device)
     return result, problems
+
+
+_PLAIN_SPEC = frozenset({"driver", "nodeName", "pool", "devices"})
+
+
+def _plain_slice(obj: Mapping[str, Any], origin: Origin, known: DeviceTable | None) -> Slice | None:
+    """`read_slice` for the usual slice, or None for the general path to read and judge.
+
+    The usual slice (every slice of most clusters, 400,000 at 50,000 nodes): plain
+    values of the expected types, `nodeName` and no other node selection, no shared
+    counters, at most 64 devices (devices read before are taken from `known`), no
+    problem, names distinct. The general path gives the same `Slice` for it, with more
+    checks on the way.
+    """
+    meta, spec = obj.get("metadata"), obj.get("spec")
+    if known is None or type(meta) is not dict or type(spec) is not dict or not (
+            spec.keys() <= _PLAIN_SPEC):
+        return None
+    name, driver, node_name = meta.get("name"), spec.get("driver"), spec.get("nodeName")
+    pool, devices = spec.get("pool"), spec.get("devices")
+    if type(pool) is not dict or type(devices) is not list or len(devices) > MAX_DEVICES_WITH_TAINTS_OR_COUNTERS:
+        return None
+    pool_name, generation, count = pool.get("name"), pool.get("generation"), pool.get("resourceSliceCount")
+    if not (type(name) is str and name and type(driver) is str and driver and type(node_name) is str
+            and node_name and type(pool_name) is str and pool_name and type(generation) is int
+            and generation >= 0 and type(count) is int and count > 0):
+        return None
+    found: list[Device] = []
+    problems: list[Problem] = []
+    for index, raw in enumerate(devices):
+        try:
+            key = (driver, orjson.dumps(raw))
+        except TypeError:  # not JSON: the general path reads it
+            return None
+        device = known.get(key)
+        if device is None:
+            device = _read_device(_map(raw), FieldPath(("spec", "devices", index)), problems)
+            if device is None or problems:  # the general path reports them
+                return None
+            known[key] = device
+        found.append(device)
+    if len(found) > 1 and len({d.name for d in found}) != len(found):
+        return None
+    return Slice(name, driver, pool_name, generation, count, node_name=node_name,
+                 devices=found, origin=origin)
 
 
 def _known_device(raw: Any, driver: str, known: DeviceTable | None, index: int,

@@ -76,6 +76,7 @@ class Pool:
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     content_id: int = -1  # SelectorCache.pool_content
     _per_device: bool | None = None
+    _devices: list[Device] | None = None
     _candidates: list[Candidate] | None = None
     _by_slice: list[tuple[Slice, list[Candidate]]] | None = None
 
@@ -88,6 +89,16 @@ class Pool:
         if self._per_device is None:
             self._per_device = any(s.per_device_node_selection for s in self.slices)
         return self._per_device
+
+    def devices(self) -> list[Device]:
+        """The devices of the slices that target the node, in slice order: what
+        `candidates` holds, without making a candidate per device (nodes whose search is
+        replayed need only these)."""
+        if self._devices is None:
+            slices = self.slices
+            self._devices = (slices[0].devices if len(slices) == 1
+                             else [device for found in slices for device in found.devices])
+        return self._devices
 
     def candidates(self) -> list[Candidate]:
         """The devices of the slices that target the node, in slice order (made once)."""
@@ -165,12 +176,18 @@ class SliceIndex:
 
     def __init__(self, slices: Sequence[Slice]) -> None:
         self.slices = slices
-        self.by_node: dict[str, list[tuple[int, Slice]]] = {}
+        self.by_node: dict[str, list[Slice]] = {}
         self.general: list[tuple[int, Slice]] = []
         self._by_pool: dict[tuple[str, str], list[Slice]] | None = None
+        self._ordinals: dict[int, int] | None = None  # by id of a named slice
+        by_node = self.by_node
         for ordinal, found in enumerate(slices):
             if found.node_name and not found.shared_counters:
-                self.by_node.setdefault(found.node_name, []).append((ordinal, found))
+                named = by_node.get(found.node_name)
+                if named is None:
+                    by_node[found.node_name] = [found]
+                else:
+                    named.append(found)
             else:
                 self.general.append((ordinal, found))
 
@@ -187,8 +204,12 @@ class SliceIndex:
     def for_node(self, node: Node) -> list[Slice]:
         named = self.by_node.get(node.name, [])
         if not self.general:
-            return [found for _, found in named]
-        return [found for _, found in sorted([*named, *self.general], key=lambda e: e[0])]
+            return list(named)
+        if self._ordinals is None:  # input order, wanted only beside general slices
+            self._ordinals = {id(found): ordinal for ordinal, found in enumerate(self.slices)}
+        ordinals = self._ordinals
+        return [found for _, found in sorted([*((ordinals[id(s)], s) for s in named), *self.general],
+                                             key=lambda e: e[0])]
 
 
 def gather_pools(index: SliceIndex, node: Node, features: Features) -> list[Pool]:
@@ -221,8 +242,14 @@ def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[s
         # Only slices naming this node (the usual cluster): each reaches it, and none has
         # counter sets or per-device selection (read_slice allows one selection field),
         # so `_add_slice` alone decides.
-        for _, found in index.by_node.get(node.name, ()):
-            _add_slice(pools, found)
+        for found in index.by_node.get(node.name, ()):
+            # `_add_slice`, inlined: this loop runs for every slice of the cluster.
+            key = (found.driver, found.pool)
+            members = pools.get(key)
+            if members is None or found.generation > members[0].generation:
+                pools[key] = [found]
+            elif found.generation == members[0].generation:
+                members.append(found)
         return pools
     for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection
@@ -248,18 +275,29 @@ def _add_slice(pools: dict[tuple[str, str], list[Slice]], found: Slice) -> None:
         members.append(found)
 
 
+def _duplicate_name(slices: list[Slice]) -> str | None:
+    """The first device name that a later device of the slices repeats, in order."""
+    names = [device.name for found in slices for device in found.devices]
+    if len(set(names)) == len(names):
+        return None
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def _build_pool(driver: str, name: str, members: list[Slice], features: Features,
                 everything: list[Slice] | None) -> Pool:
     """Upstream `buildPool`: validation failures make the pool invalid, not an error."""
     pool = Pool(driver, name)
     device_slices = [s for s in members if not (features.partitionable_devices and s.shared_counters)]
-    seen: set[str] = set()
-    for found in device_slices:
-        for device in found.devices:
-            if device.name in seen:
-                pool.invalid = f"duplicate device name {device.name}"
-                return pool
-            seen.add(device.name)
+    if len(device_slices) > 1:  # read_slice refuses a slice that repeats a device name
+        duplicate = _duplicate_name(device_slices)
+        if duplicate is not None:
+            pool.invalid = f"duplicate device name {duplicate}"
+            return pool
     pool.slices = device_slices
     if not features.partitionable_devices:
         return pool
@@ -269,9 +307,10 @@ def _build_pool(driver: str, name: str, members: list[Slice], features: Features
                 pool.invalid = f"duplicate counter set name {set_name}"
                 return pool
             pool.counter_sets[set_name] = counters
-    names = {s.name for s in members}
-    pool.other_slices = [s for s in everything or () if s.name not in names]
-    for found in [*members, *pool.other_slices]:
+    if everything:
+        names = {s.name for s in members}
+        pool.other_slices = [s for s in everything if s.name not in names]
+    for found in [*members, *pool.other_slices] if pool.other_slices else members:
         for device in found.devices:
             for set_name, counters in device.consumes_counters:
                 available = pool.counter_sets.get(set_name)

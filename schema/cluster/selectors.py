@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -156,12 +157,11 @@ _IMPLS: dict[str, Any] = {
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @functools.lru_cache(maxsize=2)
 def _environment(consumable_capacity: bool) -> cel.Env:
-    # libyaml's loader and dumper: the pure-Python ones took most of the build.
+    # libyaml's loader: the pure-Python one took most of the build.
     config = _retyped(yaml.load(checker.config_yaml(), Loader=_LOADER))
     for function in config["functions"]:
         function["overloads"] = [o for o in function["overloads"] if o["id"] not in _DROPPED]
@@ -170,7 +170,9 @@ def _environment(consumable_capacity: bool) -> cel.Env:
     if consumable_capacity:
         config["variables"].append({"name": "device.allowMultipleAllocations", "type_name": "bool"})
     return cel.NewEnv(checker._pool(checker.EnvFlags(consumable_capacity)),
-                      config=cel.NewEnvConfigFromYaml(yaml.dump(config, Dumper=_DUMPER)),
+                      # JSON is YAML, and written without PyYAML's representer (Python
+                      # even under libyaml's dumper: most of this environment's build).
+                      config=cel.NewEnvConfigFromYaml(json.dumps(config)),
                       function_impls=_IMPLS)
 
 

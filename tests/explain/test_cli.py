@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +239,57 @@ def test_lone_claim_with_a_scheduling_error_is_named() -> None:
     code, out, _ = run(str(SCENARIOS / "unknown-class.yaml"), "--kubernetes-version", "1.36")
     assert code == 1
     assert "claim default/claim-0\n  scheduling error:" in out
+
+
+# --- the process: `os._exit` once the output is flushed (webhook/cli/main.py) ---------------
+
+DRAGUARD = str(Path(sys.executable).parent / "draguard")
+BUFFERED = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as users run it
+
+
+def _many_nodes(tmp_path: Path, nodes: int) -> Path:
+    """A `kubectl get -o json` List of `nodes` nodes, each with one slice of 4 GPUs."""
+    items: list[dict[str, Any]] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}]
+    for n in range(nodes):
+        name = f"node-{n:04d}"
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+        items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                      "metadata": {"name": name},
+                      "spec": {"driver": "gpu.example.com", "nodeName": name,
+                               "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                               "devices": [{"name": f"gpu-{d}"} for d in range(4)]}})
+    items.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                  "metadata": {"name": "c", "namespace": "default"},
+                  "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+                      {"name": "eight", "deviceClassName": "gpu", "count": 8},
+                      {"name": "two", "deviceClassName": "gpu", "count": 2}]}]}}})
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=4))
+    return path
+
+
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_process_flushes_everything_before_exiting(tmp_path: Path, output: str) -> None:
+    """The process's output through a pipe is the in-process output, byte for byte, and its
+    exit code is kept: the command ends with `os._exit`, which flushes nothing itself."""
+    path = _many_nodes(tmp_path, 400)
+    done = subprocess.run([DRAGUARD, "explain", "-o", output, str(path)], capture_output=True,
+                          text=True, check=False, env=BUFFERED)
+    code, out, err = run("-o", output, str(path))
+    assert len(out) > (65536 if output == "json" else 0)  # JSON: more than a pipe holds
+    assert (done.returncode, done.stdout, done.stderr) == (code, out, err) == (0, out, "")
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    pytest.param([str(CLUSTER), "--node", "node-3"], 1, id="unschedulable"),
+    pytest.param([str(CLUSTER), "--node", "node-9"], 2, id="usage"),
+])
+def test_process_keeps_the_exit_code(args: list[str], code: int) -> None:
+    """Exit codes 1 and 2, with stdout and stderr complete, from a real process."""
+    done = subprocess.run([DRAGUARD, "explain", *args], capture_output=True, text=True,
+                          check=False, env=BUFFERED)
+    expected = run(*args)
+    assert (done.returncode, done.stdout, done.stderr) == expected
+    assert expected[0] == code

@@ -13,6 +13,7 @@ import yaml
 
 from draguard.schema.cli import explain as explain_cli
 from draguard.schema.cluster.inventory import Inventory, add_objects, read_inventory
+from draguard.schema.cluster.objects import NOWHERE, read_slice
 from draguard.schema.explain import explain
 from draguard.schema.model.releases import release
 
@@ -92,6 +93,37 @@ def test_a_device_with_a_problem_is_reported_in_every_slice() -> None:
         "spec.devices.0.capacity.memory.value: not a quantity"]
 
 
+def _plain(**spec: Any) -> dict[str, Any]:
+    base = {"driver": "d.example.com", "nodeName": "node-1",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [GPU, {**GPU, "name": "gpu-1"}]}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "s"}, "spec": {**base, **spec}}
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(_plain(), id="plain"),
+    pytest.param(_plain(devices=[GPU, GPU]), id="duplicate-name"),
+    pytest.param(_plain(devices=[GPU, {"name": "x", "capacity": {"m": {"value": "lots"}}}]),
+                 id="device-with-a-problem"),
+    pytest.param(_plain(pool={"name": "p", "generation": True, "resourceSliceCount": 1}),
+                 id="bool-generation"),
+    pytest.param(_plain(nodeName=""), id="empty-node-name"),
+    pytest.param(_plain(allNodes=False), id="other-selection-key"),
+    pytest.param(_plain(devices=[{**GPU, "name": f"g{i}"} for i in range(65)]), id="65-devices"),
+    pytest.param(_plain(devices=[]), id="no-devices"),
+])
+def test_the_usual_slice_reads_as_the_general_path(obj: dict[str, Any]) -> None:
+    """`read_slice` with a device table (its fast path for the usual slice) gives what
+    the general path gives: the same slice, or the same problems."""
+    fast, fast_problems = read_slice(obj, NOWHERE, {})
+    general, problems = read_slice(obj, NOWHERE)
+    assert fast_problems == problems
+    assert (fast is None) == (general is None)
+    if fast is not None and general is not None:
+        assert fast == general
+
+
 def test_explain_leaves_no_cyclic_garbage() -> None:
     """Per-node pools are freed as each node is done, not left for the collector."""
     inventory = read_inventory([str(CLUSTER)], release=RELEASE)
@@ -142,3 +174,16 @@ def test_named_slices_keep_the_newest_generation_per_pool() -> None:
     [pool] = gather_pools(SliceIndex(inventory.slices), Node("n", {}), Features.of(RELEASE))
     assert [s.name for s in pool.slices] == ["new-a", "new-b"]
     assert not pool.incomplete and pool.invalid is None
+
+
+def test_objects_of_a_yaml_list_are_placed_at_their_lines(tmp_path: Path) -> None:
+    """Each object's line, found only when asked, is where its item starts in the List."""
+    objects = [_plain(), {**_plain(), "metadata": {"name": "t"}}, *_objects()]
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}, sort_keys=False)
+    path = tmp_path / "list.yaml"
+    path.write_text(text)
+    inventory = read_inventory([str(path)], release=RELEASE)
+    starts = [n + 1 for n, line in enumerate(text.splitlines()) if line.startswith("- ")]
+    placed = [*(s.origin.line for s in inventory.slices), *(n.origin.line for n in inventory.nodes)]
+    assert sorted(placed) == [line for line, obj in zip(starts, objects, strict=True)
+                              if obj["kind"] in ("ResourceSlice", "Node")]

@@ -7,10 +7,12 @@ function is installed as `kubectl-draguard`, which kubectl runs for `kubectl dra
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from draguard.schema.cli.frame import quiet, write
 
@@ -61,11 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors) stops quietly and the command's own exit code is kept; a command that the
     closed pipe stops part-way exits 141, what a shell reports for a tool ended by
     SIGPIPE (`yes | head`).
+
+    Run from the command line (`argv` None), a command whose module sets
+    `EXIT_WITHOUT_FREEING` ends the process here with `os._exit`, once stdout and
+    stderr are flushed, with its exit code: what it built lives until exit anyway, and
+    freeing it object by object only costs time (as mypy exits).
     """
     if sys.stdout is None:  # started with stdout closed (`draguard … >&-`)
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives until exit)
+    keep: list[object] | None = [] if argv is None else None
     try:
-        status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        status = _dispatch(list(sys.argv[1:] if argv is None else argv), keep)
     except BrokenPipeError:
         quiet()
         return 141
@@ -73,10 +81,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         quiet()
+    if keep:
+        _exit_now(status)
     return status
 
 
-def _dispatch(args: list[str]) -> int:
+def _exit_now(status: int) -> NoReturn:
+    """Flush what Python would flush at exit, then end without freeing anything."""
+    for stream in (sys.stdout, sys.stderr):
+        # A closed or gone reader: nothing more can be written anyway.
+        with contextlib.suppress(OSError, AttributeError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
+def _dispatch(args: list[str], keep: list[object] | None = None) -> int:
     prog = program_name()
     if not args or args[0] in ("-h", "--help", "help"):
         write(sys.stdout, usage(prog) + "\n")
@@ -89,6 +108,10 @@ def _dispatch(args: list[str]) -> int:
         print(f"{prog}: unknown command {name!r}\n\n{usage(prog)}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
+    if keep is not None and getattr(module, "EXIT_WITHOUT_FREEING", False):
+        keep.append(module)  # a non-empty `keep`: main() ends the process itself
+        fast: int = module.main(rest, keep=keep)
+        return fast
     result: int = module.main(rest)
     return result
 
