@@ -168,10 +168,10 @@ class Handoff:
     waiting greenlets through one gevent async watcher per worker.
 
     gevent's own `ThreadPool` makes and starts an async watcher for every task and
-    manages its threads from the hub; this hand-off costs the worker a third of that CPU
-    time per review under load (bench/RESULTS.md). Threads, queue and watcher are made on
-    the first `run`, in the hub's thread of the process that runs it (a forked worker
-    makes its own: threads do not survive fork).
+    manages its threads from the hub; this hand-off costs the worker less than half that
+    CPU time per review under load (bench/RESULTS.md). Threads, queue and watcher are
+    made on the first `run`, in the hub's thread of the process that runs it (a forked
+    worker makes its own: threads do not survive fork).
     """
 
     def __init__(self, threads: int, *, name: str,
