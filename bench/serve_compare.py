@@ -31,8 +31,9 @@ bench/webhook.py's. Target: the gevent design ≥ 90 % of gthread's throughput.
 `--gthread-switch-interval 0.0002` gives the gthread server the gevent design's GIL
 switch interval (deadline.py), to tell that part's cost from the rest.
 
-Every request carries a claim of its own (its request names carry a unique id, so that
-no memo — the spec memo, the cluster checks' per-template verdicts — answers it); the CEL
+Every request carries a claim of its own (bench/webhook.py's `distinct_template`: its
+request names carry a unique id, so that no memo — the spec memo, the cluster checks'
+per-template verdicts — answers it); the CEL
 expressions repeat, as real selectors do, so each worker compiles them once. Loads, on
 kept-alive TLS connections as the apiserver's: `max` (closed loop, `--concurrency`
 clients back to back) and `rate` (open loop, `--rate` requests/s in total, latency from
@@ -45,14 +46,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import shutil
 import ssl
 import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -60,94 +60,23 @@ from bench import cluster_view
 from bench import webhook as bench_webhook
 
 ROOT = Path(__file__).resolve().parents[1]
-ID = "@ID@"
 MIB = 1024 * 1024
 
 
-# --- distinct claims -----------------------------------------------------------------------
+# --- distinct claims (bench/webhook.py's generator and load) ---------------------------------
 
 
 def template(kind: str) -> bytes:
-    """The AdmissionReview of `kind`'s claim as JSON, with `ID` in its names."""
+    """The AdmissionReview of `kind`'s claim as a template of distinct claims."""
     if kind == "view":
-        claim = json.loads(json.dumps(cluster_view.CLAIM))
-        namespace = "team-a"
-    else:
-        claim = json.loads(json.dumps(bench_webhook.CLAIM))
-        namespace = "ml-team"
-    claim["metadata"]["name"] = f"claim-{ID}"
-    requests = claim["spec"]["devices"]["requests"]
-    renamed = {r["name"]: f"{r['name']}-{ID}" for r in requests}
-    for request in requests:
-        request["name"] = renamed[request["name"]]
-    for constraint in claim["spec"]["devices"].get("constraints", []):
-        constraint["requests"] = [renamed[name] for name in constraint["requests"]]
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-              "request": {"uid": ID, "operation": "CREATE", "namespace": namespace,
-                          "kind": {"group": "resource.k8s.io", "version": "v1",
-                                   "kind": "ResourceClaim"},
-                          "resource": {"group": "resource.k8s.io", "version": "v1",
-                                       "resource": "resourceclaims"},
-                          "object": claim}}
-    return json.dumps(review).encode()
-
-
-@dataclass(frozen=True)
-class Job:
-    port: int
-    ca: str
-    body: bytes  # with ID
-    tag: str  # unique per client, server and round
-    start_at: float
-    seconds: float
-    interval: float  # 0 = closed loop
-    offset: float
-
-
-def client(job: Job) -> tuple[list[float], int]:
-    """One client process on one kept-alive connection: latencies (s) of 200s, errors."""
-    context = ssl.create_default_context(cafile=job.ca)
-    latencies: list[float] = []
-    errors = 0
-    sock: ssl.SSLSocket | None = None
-    sends = bench_webhook.paced(job.start_at, job.seconds, job.interval, job.offset)
-    for n, scheduled in enumerate(sends):
-        body = job.body.replace(ID.encode(), f"{job.tag}-{n}".encode())
-        try:
-            if sock is None:
-                sock = bench_webhook._connect(job.port, context)
-            sock.sendall(bench_webhook._request_bytes("/validate", body, close=False))
-            if bench_webhook._read_response(sock) != 200:
-                errors += 1
-                continue
-            latencies.append(time.perf_counter() - scheduled)
-        except OSError:
-            errors += 1
-            if sock is not None:
-                sock.close()
-            sock = None
-    if sock is not None:
-        sock.close()
-    return latencies, errors
+        return bench_webhook.distinct_template(cluster_view.CLAIM, "team-a")
+    return bench_webhook.DISTINCT
 
 
 def measure(server: str, port: int, ca: Path, body: bytes, *, load: str, clients: int,
-            seconds: float, rate: float, tag: str) -> bench_webhook.Result:
-    interval = clients / rate if load == "rate" else 0.0
-    start_at = time.time() + 0.5
-    jobs = [Job(port, str(ca), body, f"{tag}c{i}", start_at, seconds, interval,
-                offset=(i * interval / clients) if interval else 0.0) for i in range(clients)]
-    with multiprocessing.get_context("spawn").Pool(clients) as pool:
-        outcomes = pool.map(client, jobs)
-    latencies = sorted(x for lat, _ in outcomes for x in lat)
-    errors = sum(e for _, e in outcomes)
-    if len(latencies) < 2:
-        return bench_webhook.Result(server, "keep-alive", load, len(latencies), errors, 0.0,
-                                    float("nan"), float("nan"))
-    q = statistics.quantiles(latencies, n=100, method="inclusive")
-    return bench_webhook.Result(server, "keep-alive", load, len(latencies), errors,
-                                round(len(latencies) / seconds, 1), round(q[49] * 1000, 2),
-                                round(q[98] * 1000, 2))
+            seconds: float, rate: float) -> bench_webhook.Result:
+    return bench_webhook.measure(server, port, ca, tool="python", mode="keep-alive", load=load,
+                                 clients=clients, seconds=seconds, rate=rate, body=body)
 
 
 # --- servers -------------------------------------------------------------------------------
@@ -322,8 +251,7 @@ def rounds(args: argparse.Namespace, names: tuple[str, str], ports: dict[str, in
             order = names if r % 2 == 0 else names[::-1]
             for name in order:
                 by[name].append(measure(name, ports[name], ca, body, load=load, clients=clients,
-                                        seconds=args.seconds, rate=args.rate,
-                                        tag=f"{load[0]}{r}{name[:2]}"))
+                                        seconds=args.seconds, rate=args.rate))
         for name in names:
             result = bench_webhook._median(by[name], by_rps=load == "max")
             results.append(result)

@@ -201,8 +201,13 @@ def judge(
 def _heavy(state: WebhookState, body: bytes, review: Review) -> bool:
     """Whether the review runs on the heavy thread (webhook/serving/deadline.py): a large
     body, or more CEL not compiled yet than `HEAVY_CEL_CHARS` (figures: bench/RESULTS.md)."""
-    if len(body) > HEAVY_BODY_BYTES:
+    size = len(body)
+    if size > HEAVY_BODY_BYTES:
         return True
+    # Each character of a JSON string takes at least one byte of the body, so a body no
+    # longer than the threshold cannot hold more CEL than it: no walk over the object.
+    if size <= HEAVY_CEL_CHARS:
+        return False
     # The parsed object, not the bytes: JSON may spell the key with escapes.
     from draguard.schema.cel.check import uncached_chars  # CEL loads with the first selector
 

@@ -218,3 +218,71 @@ def test_escaped_expression_keys_still_count() -> None:
     reply = app.test_client().post("/validate", data=body, content_type="application/json")
     assert reply.status_code == 200
     assert runner.heavy == [True]
+
+
+# --- the gevent runner, in a process of its own (monkey-patching would change this one) ----
+
+GEVENT_SCRIPT = r'''
+from gevent import monkey
+monkey.patch_all(thread=False)
+import os, threading, gevent
+from draguard.webhook.serving.deadline import GeventRunner, HEAVY_NICE
+
+runner = GeventRunner(2)
+assert runner.run(lambda: 42, 30) == (True, 42)
+
+def boom():
+    raise KeyError("boom")
+try:
+    runner.run(boom, 30)
+except KeyError:
+    pass
+else:
+    raise AssertionError("the call's exception was not raised in the waiting greenlet")
+
+ended = threading.Event()
+def spin():
+    try:
+        while True:
+            pass
+    finally:
+        ended.set()
+assert runner.run(spin, 0.05) == (False, None)
+assert ended.wait(30)
+
+# Many greenlets at once: each gets its own answer.
+results = gevent.joinall([gevent.spawn(runner.run, (lambda n=n: n * n), 30) for n in range(50)])
+assert [g.value for g in results] == [(True, n * n) for n in range(50)]
+
+# A heavy review past its deadline while the heavy thread is busy never starts.
+release, running, second = threading.Event(), threading.Event(), threading.Event()
+def first():
+    running.set()
+    release.wait(30)
+    return "first"
+holder = gevent.spawn(runner.run, first, 30, heavy=True)
+while not running.is_set():
+    gevent.sleep(0.01)
+assert runner.run(second.set, 0.05, heavy=True) == (False, None)
+assert runner.run(lambda: "light", 30) == (True, "light")
+release.set()
+assert holder.get() == (True, "first")
+assert not second.is_set()
+
+niceness = lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+light, heavy = runner.run(niceness, 30)[1], runner.run(niceness, 30, heavy=True)[1]
+assert heavy == min(19, light + HEAVY_NICE), (light, heavy)
+print("ok")
+'''
+
+
+def test_gevent_runner_answers_raises_stops_and_queues() -> None:
+    """`GeventRunner` (gunicorn's gevent workers) keeps ThreadRunner's promises: results,
+    the call's exception, a review stopped past its deadline, many waiting greenlets, the
+    heavy thread one at a time and of lower priority."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", GEVENT_SCRIPT], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr

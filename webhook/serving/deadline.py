@@ -24,8 +24,9 @@ default is 5 ms): shorter, so that the greenlets serving connections get it back
 quickly from a heavy review.
 
 Two pools with one interface: `GeventRunner` in gunicorn's gevent workers (the
-request's greenlet waits on gevent's native-thread pool, so the worker keeps serving
-other connections meanwhile), `ThreadRunner` elsewhere (the Flask test client, tests).
+request's greenlet waits for a native thread's result, so the worker keeps serving
+other connections meanwhile; `Handoff`), `ThreadRunner` elsewhere (the Flask test
+client, tests).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ import ctypes
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -133,16 +135,15 @@ class ThreadRunner:
 
 
 class GeventRunner:
-    """gevent's pool of native threads, waited for by a greenlet (gevent workers)."""
+    """Native threads waited for by a greenlet (gevent workers): the request's greenlet
+    waits on an `AsyncResult`, so the worker keeps serving other connections meanwhile."""
 
     def __init__(self, threads: int) -> None:
         import gevent
-        from gevent.threadpool import ThreadPool
 
         self._timeout = gevent.Timeout
-        self._pool = gevent.get_hub().threadpool
-        self._pool.maxsize = threads
-        self._heavy = ThreadPool(HEAVY_SLOTS)
+        self._pool = Handoff(threads, name="review")
+        self._heavy = Handoff(HEAVY_SLOTS, name="heavy", initializer=_lower_priority)
         sys.setswitchinterval(SWITCH_INTERVAL)
 
     def run(self, call: Callable[[], T], seconds: float, *,
@@ -152,9 +153,7 @@ class GeventRunner:
         timer = self._timeout(seconds)
         timer.start()
         try:
-            if heavy:
-                return True, self._heavy.spawn(_heavy_run, job).get()
-            return True, self._pool.spawn(job.run).get()
+            return True, (self._heavy if heavy else self._pool).run(job.run)
         except self._timeout as exc:
             if exc is not timer:
                 raise
@@ -164,14 +163,74 @@ class GeventRunner:
             timer.close()
 
 
-def _heavy_run(job: Job[T]) -> T | None:
-    if not getattr(_heavy_thread, "lowered", False):
-        _lower_priority()
-        _heavy_thread.lowered = True
-    return job.run()
+class Handoff:
+    """A fixed set of native threads fed by a native queue, whose results reach the
+    waiting greenlets through one gevent async watcher per worker.
 
+    gevent's own `ThreadPool` makes and starts an async watcher for every task and
+    manages its threads from the hub; this hand-off costs the worker less than half that
+    CPU time per review under load (bench/RESULTS.md). Threads, queue and watcher are
+    made on the first `run`, in the hub's thread of the process that runs it (a forked
+    worker makes its own: threads do not survive fork).
+    """
 
-_heavy_thread = threading.local()
+    def __init__(self, threads: int, *, name: str,
+                 initializer: Callable[[], None] | None = None) -> None:
+        self._threads = threads
+        self._name = name
+        self._initializer = initializer
+        self._pid: int | None = None
+        self._tasks: Any = None  # the native queue.SimpleQueue (gevent patches the module's)
+        self._wake: Any = None  # the hub loop's async watcher
+        self._done: deque[tuple[Any, bool, Any]] = deque()
+
+    def run(self, call: Callable[[], T]) -> T:
+        """`call()` on one of the threads; the calling greenlet waits (gevent timeouts
+        interrupt the wait, not the call). Its exception is raised here."""
+        from gevent.event import AsyncResult
+
+        if self._pid != os.getpid():
+            self._start()
+        result: Any = AsyncResult()
+        self._tasks.put((call, result))
+        value: T = result.get()
+        return value
+
+    def _start(self) -> None:
+        import gevent
+        from gevent import monkey
+
+        self._pid = os.getpid()
+        self._done = deque()
+        self._tasks = monkey.get_original("queue", "SimpleQueue")()
+        self._wake = gevent.get_hub().loop.async_()
+        self._wake.ref = False  # a waiting greenlet's timer keeps the loop running
+        self._wake.start(self._deliver)
+        for n in range(self._threads):
+            threading.Thread(target=self._work, name=f"{self._name}-{n}", daemon=True).start()
+
+    def _work(self) -> None:
+        if self._initializer is not None:
+            self._initializer()
+        tasks, done, wake = self._tasks, self._done, self._wake
+        while True:
+            call, result = tasks.get()
+            try:
+                done.append((result, True, call()))
+            except BaseException as exc:  # handed to the waiting greenlet, raised there
+                done.append((result, False, exc))
+            wake.send()  # thread-safe: wakes the hub, which runs `_deliver`
+
+    def _deliver(self) -> None:
+        # In the hub; deque.popleft is atomic, so results appended meanwhile wait for
+        # this loop or the next wake-up.
+        done = self._done
+        while done:
+            result, ok, value = done.popleft()
+            if ok:
+                result.set(value)
+            else:
+                result.set_exception(value)
 
 
 def runner_for(threads: int) -> Runner:

@@ -98,6 +98,10 @@ class Metrics:
     def __init__(self, *, enabled: bool = True) -> None:
         self.registry = CollectorRegistry()
         self.series = Series(self.registry) if enabled else None
+        # The request counter's and the histogram's children per (clamped) label set:
+        # `labels()` checks, converts and locks on every call. Bounded: the labels are
+        # clamped to known values first.
+        self._children: dict[Labels, tuple[Counter, Histogram]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -109,12 +113,16 @@ class Metrics:
         series = self.series
         if series is None:
             return
-        endpoint, kind, version, operation, decision = _clamp(
-            (endpoint, kind, version, operation, decision))
-        series.requests.labels(endpoint, kind, version, operation, decision).inc()
-        series.latency.labels(endpoint, decision).observe(seconds)
+        labels = _clamp((endpoint, kind, version, operation, decision))
+        children = self._children.get(labels)
+        if children is None:
+            children = (series.requests.labels(*labels),
+                        series.latency.labels(labels[0], labels[4]))
+            self._children[labels] = children
+        children[0].inc()
+        children[1].observe(seconds)
         if findings:
-            series.findings.labels(endpoint, kind).inc(findings)
+            series.findings.labels(labels[0], labels[1]).inc(findings)
 
     def policy_failed(self) -> None:
         """Count a refused policy file."""
