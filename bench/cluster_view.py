@@ -141,7 +141,7 @@ def main() -> int:
     # The webhook's own checks over a loaded view that stays current (no updates).
     judge = ClusterChecks(LoadedView(), facts, lambda: DEFAULT_SETTINGS)
     plain, viewed = RuleSet(), RuleSet(cluster=judge)
-    uncached = RuleSet(cluster=lambda obj, options, memo: check_object(
+    uncached = RuleSet(cluster=lambda obj, options, verdict: check_object(
         obj, facts, DEFAULT_SETTINGS, options=options))
     check = answer_validate(Review(uid="w", operation="CREATE", object=CLAIM,
                                    namespace="team-a"), rules=viewed, failure_mode="open")

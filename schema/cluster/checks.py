@@ -51,7 +51,7 @@ class ClusterVerdict:
 
 EMPTY_VERDICT = ClusterVerdict((), ())
 __all__ = ["CLUSTER_CODES", "DEFAULT_SETTINGS", "EMPTY_VERDICT", "LEVELS", "CheckSettings",
-           "ClusterVerdict", "Level", "check_object", "device_references", "stale_advice"]
+           "ClusterVerdict", "Level", "check_internal", "check_object", "device_references", "stale_advice"]
 
 
 def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSettings,
@@ -62,18 +62,35 @@ def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSet
     if doc_type is None:
         return EMPTY_VERDICT
     prepared = prepare(document, doc_type, options)
-    meta = prepared.document.get("metadata") or {}
-    namespace = str(meta.get("namespace") or options.default_namespace or "default")
-    ignored = ignored_codes(meta)
-    snapshot = facts.snapshot()
-    devices = prepared.claim_spec.get("devices")
+    return check_internal(prepared.document, doc_type.kind, facts, settings, options=options)
+
+
+_CLAIM_SPEC = FieldPath.root("spec")
+_TEMPLATE_CLAIM_SPEC = FieldPath.root("spec", "spec")
+
+
+def check_internal(internal: Mapping[str, Any], kind: str, facts: ClusterFacts,
+                   settings: CheckSettings, *, options: Options) -> ClusterVerdict:
+    """The cluster checks for an object already prepared: `Verdict.internal` (hub shape,
+    defaulted, gate-dropped) of a ResourceClaim or ResourceClaimTemplate.
+
+    The rule set prepared it; reading and defaulting it again here cost about a third of
+    what the checks add to a review (bench/RESULTS.md, issue 20). Read only: the rule
+    set's memo shares the spec between the verdicts on it, across threads.
+    """
+    holder: Any = internal.get("spec") if kind == "ResourceClaimTemplate" else internal
+    spec = holder.get("spec") if isinstance(holder, Mapping) else None
+    devices = spec.get("devices") if isinstance(spec, Mapping) else None
     if not isinstance(devices, dict):
         return EMPTY_VERDICT
-    scope = _Scope(snapshot, namespace, options)
-    found = list(scope.findings(devices, prepared.spec_path.child("devices")))
+    spec_path = _TEMPLATE_CLAIM_SPEC if kind == "ResourceClaimTemplate" else _CLAIM_SPEC
+    meta = internal.get("metadata") or {}
+    namespace = str(meta.get("namespace") or options.default_namespace or "default")
+    ignored = ignored_codes(meta)
+    scope = _Scope(facts.snapshot(), namespace, options)
     denials: list[Advice] = []
     warnings: list[Advice] = []
-    for item in found:
+    for item in scope.findings(devices, spec_path.child("devices")):
         level = settings.level(item.code)
         if level == "off" or item.code in ignored:
             continue
