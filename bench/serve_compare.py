@@ -1,6 +1,7 @@
 """Benchmark: two real `draguard serve` side by side over TLS, distinct claims, interleaved rounds.
 
-    .venv/bin/python -m bench.serve_compare view   [--nodes 5000] [--devices 8] [common]
+    .venv/bin/python -m bench.serve_compare view   [--nodes 5000] [--devices 8] [--memory-only]
+                                                   [common]
     .venv/bin/python -m bench.serve_compare worker [--gthread-switch-interval S] [common]
 
     common: [--seconds 4] [--rounds 5] [--concurrency 4] [--rate 100] [--rate-clients 4]
@@ -16,7 +17,8 @@ against that driver's attributes and capacity). Also each worker's resident memo
 between the two servers is the view's memory (each worker holds its own view); a third
 server, started and stopped before the rounds, with the view on a cluster of no
 ResourceSlices, gives the fixed part (the `kubernetes` client and the view's threads),
-so that the rest divided by `--nodes` is the memory per node.
+so that the rest divided by `--nodes` is the memory per node; VmHWM gives each worker's
+peak (the first list). `--memory-only` stops there, without the rounds.
 Target: with the view, p50 and p99 within 10 % of without, throughput ≥ 90 %.
 
 `worker` (issue 15): today's serving design, `draguard serve` (gunicorn's gevent worker
@@ -200,7 +202,7 @@ def fetch(port: int, ca: Path, path: str) -> str:
     return data.partition(b"\r\n\r\n")[2].decode(errors="replace")
 
 
-def wait_view_loaded(port: int, ca: Path, seconds: float = 300) -> None:
+def wait_view_loaded(port: int, ca: Path, seconds: float = 600) -> None:
     """Until every worker's view has listed ResourceSlices (the livemin gauge is 1)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -210,13 +212,13 @@ def wait_view_loaded(port: int, ca: Path, seconds: float = 300) -> None:
     sys.exit("the cluster view did not load in every worker")
 
 
-def workers_rss(master: int) -> list[int]:
-    """VmRSS in bytes of each worker (the master's children)."""
+def workers_rss(master: int, field: str = "VmRSS") -> list[int]:
+    """VmRSS (or another /proc status field: VmHWM, the peak) in bytes of each worker."""
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     sizes = []
     for pid in children:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 sizes.append(int(line.split()[1]) * 1024)
     return sizes
 
@@ -229,7 +231,7 @@ def empty_view_rss(folder: Path, state: Path, ca: Path, args: argparse.Namespace
     (folder / "empty").mkdir(exist_ok=True)
     flags = ("--cluster-view", "--kubeconfig", str(api.kubeconfig(folder / "empty")))
     process = bench_webhook.start(serve_argv(port, state, args, *flags), port, ca,
-                                  folder / "view-no-slices.log")
+                                  folder / "view-no-slices.log", ready_seconds=600)
     try:
         wait_view_loaded(port, ca)
         return [round(s / MIB, 1) for s in workers_rss(process.pid)]
@@ -277,14 +279,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for name, flags in (("without", ()),
                                 ("with-view", ("--cluster-view", "--kubeconfig", str(kubeconfig)))):
                 ports[name] = bench_webhook.free_port()
+                # /readyz waits for the view's first list: minutes for 50,000 nodes.
                 started[name] = bench_webhook.start(serve_argv(ports[name], state, args, *flags),
-                                                    ports[name], ca, folder / f"{name}.log")
+                                                    ports[name], ca, folder / f"{name}.log",
+                                                    ready_seconds=600)
             wait_view_loaded(ports["with-view"], ca)
             extra["rss_mib_before_load"] = {
                 name: [round(s / MIB, 1) for s in workers_rss(started[name].pid)]
                 for name in names}
             extra["rss_mib_before_load"]["view-no-slices"] = empty_view_rss(folder, state, ca,
                                                                             args)
+            extra["peak_rss_mib_before_load"] = {
+                name: [round(s / MIB, 1) for s in workers_rss(started[name].pid, "VmHWM")]
+                for name in names}
+            if args.memory_only:
+                return memory_summary(args, extra)
         else:
             names = ("gthread", "gevent")
             ports["gevent"] = bench_webhook.free_port()
@@ -310,6 +319,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             api.stop()
         shutil.rmtree(folder, ignore_errors=True)
     return summarize(args, names, results, extra)
+
+
+def memory_summary(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
+    """`--memory-only`: the view's resident memory per worker, no rounds."""
+    summary: dict[str, Any] = {"compare": args.compare, "nodes": args.nodes, **extra}
+    summary.update(view_memory(args, extra))
+    return summary
+
+
+def view_memory(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
+    before = extra["rss_mib_before_load"]
+    loaded, empty = statistics.mean(before["with-view"]), statistics.mean(before["view-no-slices"])
+    return {
+        "view_rss_mib_per_worker": round(loaded - statistics.mean(before["without"]), 1),
+        "view_rss_mib_fixed_per_worker": round(empty - statistics.mean(before["without"]), 1),
+        "view_rss_mib_per_1000_nodes": round((loaded - empty) / (args.nodes / 1000), 2),
+    }
 
 
 def rounds(args: argparse.Namespace, names: tuple[str, str], ports: dict[str, int], ca: Path,
@@ -344,11 +370,7 @@ def summarize(args: argparse.Namespace, names: tuple[str, str],
     summary["rate_p99_ratio"] = round(by[(other, "rate")].p99_ms / by[(base, "rate")].p99_ms, 3)
     summary["max_p50_ratio"] = round(by[(other, "max")].p50_ms / by[(base, "max")].p50_ms, 3)
     if args.compare == "view":
-        before = extra["rss_mib_before_load"]
-        loaded, empty = statistics.mean(before["with-view"]), statistics.mean(before["view-no-slices"])
-        summary["view_rss_mib_per_worker"] = round(loaded - statistics.mean(before["without"]), 1)
-        summary["view_rss_mib_fixed_per_worker"] = round(empty - statistics.mean(before["without"]), 1)
-        summary["view_rss_mib_per_1000_nodes"] = round((loaded - empty) / (args.nodes / 1000), 2)
+        summary.update(view_memory(args, extra))
     return summary
 
 
@@ -365,6 +387,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="`view`: only the workers' resident memory once loaded, no rounds")
     parser.add_argument("--gthread-switch-interval", type=float,
                         help="`worker`: give the gthread server this sys.setswitchinterval "
                              "(the gevent design sets 0.0002 s), to see what that part costs")
