@@ -32,9 +32,10 @@ not at all and never waits for one.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from types import MappingProxyType
@@ -168,7 +169,16 @@ class _SliceShare:
     """One slice's contribution, kept to take it back out when the slice changes."""
 
     driver: str
-    devices: tuple[tuple[str, str, int], ...]  # (node key, signature, count)
+    # Per node key: (node key, (signature, count, signature, count, ...)). Flat, since a
+    # 50,000-node view holds one of these per slice: two tuples for a one-node slice
+    # rather than one per device kind (bench/RESULTS.md, issue 20).
+    devices: tuple[tuple[str, tuple[str | int, ...]], ...]
+
+    def entries(self) -> Iterator[tuple[str, str, int]]:
+        """(node key, signature, count) for each kind on each node."""
+        for node, flat in self.devices:
+            for k in range(0, len(flat), 2):
+                yield node, str(flat[k]), int(flat[k + 1])
 
 
 class ClusterFacts:
@@ -430,7 +440,7 @@ class _Writer:
         share = self.facts._slices.pop(name, None)
         if share is None:
             return
-        for node, signature, count in share.devices:
+        for node, signature, count in share.entries():
             self._count(node, signature, -count)
             self._unref(share.driver, signature)
 
@@ -459,9 +469,14 @@ class _Writer:
                 self.facts._names.setdefault(found.driver, Counter()).update(names)
                 self.drivers.add(found.driver)
             counted[(node, signature)] += 1
-        devices = tuple((node, signature, count) for (node, signature), count in counted.items())
-        self.facts._slices[found.name] = _SliceShare(found.driver, devices)
-        for node, signature, count in devices:
+        per_node: dict[str, list[str | int]] = {}
+        for (node, signature), count in counted.items():
+            per_node.setdefault(node, []).extend((signature, count))
+        # The driver interned: one string for all its slices, not one per parsed slice.
+        share = _SliceShare(sys.intern(found.driver),
+                            tuple((node, tuple(flat)) for node, flat in per_node.items()))
+        self.facts._slices[found.name] = share
+        for node, signature, count in share.entries():
             self.facts._kind_refs[signature] += 1
             self._count(node, signature, count)
 
