@@ -18,7 +18,10 @@ between the two servers is the view's memory (each worker holds its own view); a
 server, started and stopped before the rounds, with the view on a cluster of no
 ResourceSlices, gives the fixed part (the `kubernetes` client and the view's threads),
 so that the rest divided by `--nodes` is the memory per node; VmHWM gives each worker's
-peak (the first list). `--memory-only` stops there, without the rounds.
+peak (the first list). `--memory-only` stops there, without the rounds. Each round also
+records the workers' CPU (utime + stime) per answered request (`worker_cpu_ms_per_request`):
+counted work, less moved by other load than latency. `--view-policy FILE` serves the view
+with that policy (every `clusterChecks:` code off: the view's presence without its checks).
 Target: with the view, p50 and p99 within 10 % of without, throughput ≥ 90 %.
 
 `worker` (issue 15): today's serving design, `draguard serve` (gunicorn's gevent worker
@@ -48,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import shutil
 import ssl
 import statistics
@@ -277,7 +281,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             api = fake_cluster(args.nodes, args.devices)
             kubeconfig = api.kubeconfig(folder)
             for name, flags in (("without", ()),
-                                ("with-view", ("--cluster-view", "--kubeconfig", str(kubeconfig)))):
+                                ("with-view", ("--cluster-view", "--kubeconfig", str(kubeconfig),
+                                               *(("--policy", args.view_policy)
+                                                 if args.view_policy else ())))):
                 ports[name] = bench_webhook.free_port()
                 # /readyz waits for the view's first list: minutes for 50,000 nodes.
                 started[name] = bench_webhook.start(serve_argv(ports[name], state, args, *flags),
@@ -307,7 +313,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                  *(["--gthread-switch-interval", str(args.gthread_switch_interval)]
                    if args.gthread_switch_interval is not None else [])],
                 ports["gthread"], ca, folder / "gthread.log")
-        results = rounds(args, names, ports, ca, body)
+        cpu: dict[str, list[float]] = {}
+        results = rounds(args, names, ports, ca, body,
+                         masters={name: process.pid for name, process in started.items()},
+                         cpu=cpu)
+        # Counted work, less sensitive to other load than wall time: the servers' workers'
+        # CPU (user + system) per answered request, median over the rounds.
+        extra["worker_cpu_ms_per_request"] = {key: round(statistics.median(v), 3)
+                                              for key, v in cpu.items()}
         if args.compare == "view":
             extra["rss_mib_after_load"] = {
                 name: [round(s / MIB, 1) for s in workers_rss(started[name].pid)]
@@ -338,8 +351,21 @@ def view_memory(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, An
     }
 
 
+def workers_cpu(master: int) -> float:
+    """CPU seconds (user + system) the master's children have used so far."""
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    ticks = 0
+    for pid in children:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def rounds(args: argparse.Namespace, names: tuple[str, str], ports: dict[str, int], ca: Path,
-           body: bytes) -> list[bench_webhook.Result]:
+           body: bytes, *, masters: dict[str, int] | None = None,
+           cpu: dict[str, list[float]] | None = None) -> list[bench_webhook.Result]:
+    """The interleaved rounds; with `masters`, each server's workers' CPU ms per request
+    of each round goes into `cpu` under "server/load"."""
     results = []
     for load in ("max", "rate"):
         clients = args.concurrency if load == "max" else args.rate_clients
@@ -347,9 +373,14 @@ def rounds(args: argparse.Namespace, names: tuple[str, str], ports: dict[str, in
         for r in range(args.rounds):
             order = names if r % 2 == 0 else names[::-1]
             for name in order:
-                by[name].append(measure(name, ports[name], ca, body, load=load, clients=clients,
-                                        seconds=args.seconds, rate=args.rate,
-                                        tag=f"{load[0]}{r}{name[:2]}"))
+                before = workers_cpu(masters[name]) if masters else 0.0
+                result = measure(name, ports[name], ca, body, load=load, clients=clients,
+                                 seconds=args.seconds, rate=args.rate,
+                                 tag=f"{load[0]}{r}{name[:2]}")
+                by[name].append(result)
+                if masters and cpu is not None and result.requests:
+                    used = workers_cpu(masters[name]) - before
+                    cpu.setdefault(f"{name}/{load}", []).append(1000 * used / result.requests)
         for name in names:
             result = bench_webhook._median(by[name], by_rps=load == "max")
             results.append(result)
@@ -387,6 +418,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--view-policy", metavar="FILE",
+                        help="`view`: serve the view with this policy (e.g. every "
+                             "clusterChecks: code off, to tell the view's presence from its checks)")
     parser.add_argument("--memory-only", action="store_true",
                         help="`view`: only the workers' resident memory once loaded, no rounds")
     parser.add_argument("--gthread-switch-interval", type=float,

@@ -53,7 +53,8 @@ class ClusterVerdict:
 
 EMPTY_VERDICT = ClusterVerdict((), ())
 __all__ = ["CLUSTER_CODES", "DEFAULT_SETTINGS", "EMPTY_VERDICT", "LEVELS", "CheckSettings",
-           "ClusterVerdict", "Level", "check_internal", "check_object", "device_references", "stale_advice"]
+           "ClusterVerdict", "Level", "check_internal", "check_object", "device_references",
+           "stale_advice"]
 
 
 def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSettings,
