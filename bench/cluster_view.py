@@ -10,7 +10,8 @@ AdmissionReview (a prioritized claim with CEL selectors) `--reviews` times throu
 `answer_validate`, once with the rule set alone and once with the cluster checks over
 that view (the webhook's `ClusterChecks`, which keeps a verdict per template, namespace
 and view generation), and once running `check_object` on every review (claims that each
-have their own spec), alternating in `--rounds` rounds; it reports the median CPU time
+have their own spec), alternating in `--rounds` rounds; then `--reviews` claims that each
+have a spec of their own (as bench/serve_compare.py sends) without and with the view; it reports the median CPU time
 per review (process time: other load on the machine counts little) and the ratio. Also the view's
 load time (`replace` of every slice) and its memory per 1,000 nodes (tracemalloc, the
 objects the facts keep after the JSON they were read from is dropped).
@@ -128,6 +129,28 @@ def per_review(rules: RuleSet, reviews: int) -> float:
     return (time.process_time() - started) / reviews
 
 
+def distinct_claims(count: int, tag: str) -> list[dict[str, Any]]:
+    """`count` claims each with a spec of its own (request names carry an id), as
+    bench/serve_compare.py sends: no memo answers them; the selectors repeat."""
+    out = []
+    for n in range(count):
+        claim = json.loads(json.dumps(CLAIM))
+        claim["metadata"]["name"] = f"train-{tag}-{n}"
+        for request in claim["spec"]["devices"]["requests"]:
+            request["name"] = f"{request['name']}-{tag}-{n}"
+        out.append(claim)
+    return out
+
+
+def per_distinct_review(rules: RuleSet, claims: list[dict[str, Any]]) -> float:
+    """CPU seconds per review of claims that each have their own spec."""
+    started = time.process_time()
+    for k, claim in enumerate(claims):
+        review = Review(uid=f"d-{k}", operation="CREATE", object=claim, namespace="team-a")
+        answer_validate(review, rules=rules, failure_mode="open")
+    return (time.process_time() - started) / len(claims)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -141,16 +164,20 @@ def main() -> int:
     # The webhook's own checks over a loaded view that stays current (no updates).
     judge = ClusterChecks(LoadedView(), facts, lambda: DEFAULT_SETTINGS)
     plain, viewed = RuleSet(), RuleSet(cluster=judge)
-    uncached = RuleSet(cluster=lambda obj, options, memo: check_object(
+    uncached = RuleSet(cluster=lambda obj, options, verdict: check_object(
         obj, facts, DEFAULT_SETTINGS, options=options))
     check = answer_validate(Review(uid="w", operation="CREATE", object=CLAIM,
                                    namespace="team-a"), rules=viewed, failure_mode="open")
     per_review(plain, 50)  # warm both (CEL compilation, memo)
     without, with_view, every_time = [], [], []
-    for _ in range(args.rounds):
+    distinct_without, distinct_with = [], []
+    for r in range(args.rounds):
         without.append(per_review(plain, args.reviews))
         with_view.append(per_review(viewed, args.reviews))
         every_time.append(per_review(uncached, args.reviews))
+        # Fresh claims per round and server: a memo from an earlier round must not answer.
+        distinct_without.append(per_distinct_review(plain, distinct_claims(args.reviews, f"p{r}")))
+        distinct_with.append(per_distinct_review(viewed, distinct_claims(args.reviews, f"v{r}")))
     result = {
         "nodes": args.nodes, "devices_per_node": args.devices, "reviews": args.reviews,
         "rounds": args.rounds,
@@ -159,6 +186,11 @@ def main() -> int:
         "ratio": round(statistics.median(with_view) / statistics.median(without), 3),
         # check_object on every review, as when each claim has its own spec.
         "review_us_checks_every_time": round(statistics.median(every_time) * 1e6, 1),
+        # Claims each with a spec of their own (bench/serve_compare.py's load), in process.
+        "distinct_review_us_without_view": round(statistics.median(distinct_without) * 1e6, 1),
+        "distinct_review_us_with_view": round(statistics.median(distinct_with) * 1e6, 1),
+        "distinct_ratio": round(statistics.median(distinct_with)
+                                / statistics.median(distinct_without), 3),
         "view_load_seconds": round(load_seconds, 2),
         "view_mib_per_1000_nodes": round(memory_per_thousand(min(args.nodes, 2000),
                                                              args.devices), 2),

@@ -1,6 +1,7 @@
 """Benchmark: two real `draguard serve` side by side over TLS, distinct claims, interleaved rounds.
 
-    .venv/bin/python -m bench.serve_compare view   [--nodes 5000] [--devices 8] [common]
+    .venv/bin/python -m bench.serve_compare view   [--nodes 5000] [--devices 8] [--memory-only]
+                                                   [common]
     .venv/bin/python -m bench.serve_compare worker [--gthread-switch-interval S] [common]
 
     common: [--seconds 4] [--rounds 5] [--concurrency 4] [--rate 100] [--rate-clients 4]
@@ -16,7 +17,11 @@ against that driver's attributes and capacity). Also each worker's resident memo
 between the two servers is the view's memory (each worker holds its own view); a third
 server, started and stopped before the rounds, with the view on a cluster of no
 ResourceSlices, gives the fixed part (the `kubernetes` client and the view's threads),
-so that the rest divided by `--nodes` is the memory per node.
+so that the rest divided by `--nodes` is the memory per node; VmHWM gives each worker's
+peak (the first list). `--memory-only` stops there, without the rounds. Each round also
+records the workers' CPU (utime + stime) per answered request (`worker_cpu_ms_per_request`):
+counted work, less moved by other load than latency. `--view-policy FILE` serves the view
+with that policy (every `clusterChecks:` code off: the view's presence without its checks).
 Target: with the view, p50 and p99 within 10 % of without, throughput ≥ 90 %.
 
 `worker` (issue 15): today's serving design, `draguard serve` (gunicorn's gevent worker
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import ssl
 import statistics
@@ -129,7 +135,7 @@ def fetch(port: int, ca: Path, path: str) -> str:
     return data.partition(b"\r\n\r\n")[2].decode(errors="replace")
 
 
-def wait_view_loaded(port: int, ca: Path, seconds: float = 300) -> None:
+def wait_view_loaded(port: int, ca: Path, seconds: float = 600) -> None:
     """Until every worker's view has listed ResourceSlices (the livemin gauge is 1)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -139,13 +145,13 @@ def wait_view_loaded(port: int, ca: Path, seconds: float = 300) -> None:
     sys.exit("the cluster view did not load in every worker")
 
 
-def workers_rss(master: int) -> list[int]:
-    """VmRSS in bytes of each worker (the master's children)."""
+def workers_rss(master: int, field: str = "VmRSS") -> list[int]:
+    """VmRSS (or another /proc status field: VmHWM, the peak) in bytes of each worker."""
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     sizes = []
     for pid in children:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 sizes.append(int(line.split()[1]) * 1024)
     return sizes
 
@@ -158,7 +164,7 @@ def empty_view_rss(folder: Path, state: Path, ca: Path, args: argparse.Namespace
     (folder / "empty").mkdir(exist_ok=True)
     flags = ("--cluster-view", "--kubeconfig", str(api.kubeconfig(folder / "empty")))
     process = bench_webhook.start(serve_argv(port, state, args, *flags), port, ca,
-                                  folder / "view-no-slices.log")
+                                  folder / "view-no-slices.log", ready_seconds=600)
     try:
         wait_view_loaded(port, ca)
         return [round(s / MIB, 1) for s in workers_rss(process.pid)]
@@ -204,16 +210,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             api = fake_cluster(args.nodes, args.devices)
             kubeconfig = api.kubeconfig(folder)
             for name, flags in (("without", ()),
-                                ("with-view", ("--cluster-view", "--kubeconfig", str(kubeconfig)))):
+                                ("with-view", ("--cluster-view", "--kubeconfig", str(kubeconfig),
+                                               *(("--policy", args.view_policy)
+                                                 if args.view_policy else ())))):
                 ports[name] = bench_webhook.free_port()
+                # /readyz waits for the view's first list: minutes for 50,000 nodes.
                 started[name] = bench_webhook.start(serve_argv(ports[name], state, args, *flags),
-                                                    ports[name], ca, folder / f"{name}.log")
+                                                    ports[name], ca, folder / f"{name}.log",
+                                                    ready_seconds=600)
             wait_view_loaded(ports["with-view"], ca)
             extra["rss_mib_before_load"] = {
                 name: [round(s / MIB, 1) for s in workers_rss(started[name].pid)]
                 for name in names}
             extra["rss_mib_before_load"]["view-no-slices"] = empty_view_rss(folder, state, ca,
                                                                             args)
+            extra["peak_rss_mib_before_load"] = {
+                name: [round(s / MIB, 1) for s in workers_rss(started[name].pid, "VmHWM")]
+                for name in names}
+            if args.memory_only:
+                return memory_summary(args, extra)
         else:
             names = ("gthread", "gevent")
             ports["gevent"] = bench_webhook.free_port()
@@ -227,7 +242,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                  *(["--gthread-switch-interval", str(args.gthread_switch_interval)]
                    if args.gthread_switch_interval is not None else [])],
                 ports["gthread"], ca, folder / "gthread.log")
-        results = rounds(args, names, ports, ca, body)
+        cpu: dict[str, list[float]] = {}
+        results = rounds(args, names, ports, ca, body,
+                         masters={name: process.pid for name, process in started.items()},
+                         cpu=cpu)
+        # Counted work, less sensitive to other load than wall time: the servers' workers'
+        # CPU (user + system) per answered request, median over the rounds.
+        extra["worker_cpu_ms_per_request"] = {key: round(statistics.median(v), 3)
+                                              for key, v in cpu.items()}
         if args.compare == "view":
             extra["rss_mib_after_load"] = {
                 name: [round(s / MIB, 1) for s in workers_rss(started[name].pid)]
@@ -241,8 +263,38 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summarize(args, names, results, extra)
 
 
+def memory_summary(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
+    """`--memory-only`: the view's resident memory per worker, no rounds."""
+    summary: dict[str, Any] = {"compare": args.compare, "nodes": args.nodes, **extra}
+    summary.update(view_memory(args, extra))
+    return summary
+
+
+def view_memory(args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
+    before = extra["rss_mib_before_load"]
+    loaded, empty = statistics.mean(before["with-view"]), statistics.mean(before["view-no-slices"])
+    return {
+        "view_rss_mib_per_worker": round(loaded - statistics.mean(before["without"]), 1),
+        "view_rss_mib_fixed_per_worker": round(empty - statistics.mean(before["without"]), 1),
+        "view_rss_mib_per_1000_nodes": round((loaded - empty) / (args.nodes / 1000), 2),
+    }
+
+
+def workers_cpu(master: int) -> float:
+    """CPU seconds (user + system) the master's children have used so far."""
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    ticks = 0
+    for pid in children:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def rounds(args: argparse.Namespace, names: tuple[str, str], ports: dict[str, int], ca: Path,
-           body: bytes) -> list[bench_webhook.Result]:
+           body: bytes, *, masters: dict[str, int] | None = None,
+           cpu: dict[str, list[float]] | None = None) -> list[bench_webhook.Result]:
+    """The interleaved rounds; with `masters`, each server's workers' CPU ms per request
+    of each round goes into `cpu` under "server/load"."""
     results = []
     for load in ("max", "rate"):
         clients = args.concurrency if load == "max" else args.rate_clients
@@ -250,8 +302,13 @@ def rounds(args: argparse.Namespace, names: tuple[str, str], ports: dict[str, in
         for r in range(args.rounds):
             order = names if r % 2 == 0 else names[::-1]
             for name in order:
-                by[name].append(measure(name, ports[name], ca, body, load=load, clients=clients,
-                                        seconds=args.seconds, rate=args.rate))
+                before = workers_cpu(masters[name]) if masters else 0.0
+                result = measure(name, ports[name], ca, body, load=load, clients=clients,
+                                 seconds=args.seconds, rate=args.rate)
+                by[name].append(result)
+                if masters and cpu is not None and result.requests:
+                    used = workers_cpu(masters[name]) - before
+                    cpu.setdefault(f"{name}/{load}", []).append(1000 * used / result.requests)
         for name in names:
             result = bench_webhook._median(by[name], by_rps=load == "max")
             results.append(result)
@@ -272,11 +329,7 @@ def summarize(args: argparse.Namespace, names: tuple[str, str],
     summary["rate_p99_ratio"] = round(by[(other, "rate")].p99_ms / by[(base, "rate")].p99_ms, 3)
     summary["max_p50_ratio"] = round(by[(other, "max")].p50_ms / by[(base, "max")].p50_ms, 3)
     if args.compare == "view":
-        before = extra["rss_mib_before_load"]
-        loaded, empty = statistics.mean(before["with-view"]), statistics.mean(before["view-no-slices"])
-        summary["view_rss_mib_per_worker"] = round(loaded - statistics.mean(before["without"]), 1)
-        summary["view_rss_mib_fixed_per_worker"] = round(empty - statistics.mean(before["without"]), 1)
-        summary["view_rss_mib_per_1000_nodes"] = round((loaded - empty) / (args.nodes / 1000), 2)
+        summary.update(view_memory(args, extra))
     return summary
 
 
@@ -293,6 +346,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--view-policy", metavar="FILE",
+                        help="`view`: serve the view with this policy (e.g. every "
+                             "clusterChecks: code off, to tell the view's presence from its checks)")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="`view`: only the workers' resident memory once loaded, no rounds")
     parser.add_argument("--gthread-switch-interval", type=float,
                         help="`worker`: give the gthread server this sys.setswitchinterval "
                              "(the gevent design sets 0.0002 s), to see what that part costs")

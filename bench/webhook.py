@@ -187,11 +187,12 @@ def free_port() -> int:
         return port
 
 
-def start(argv: list[str], port: int, ca: Path, log: Path) -> subprocess.Popen[bytes]:
+def start(argv: list[str], port: int, ca: Path, log: Path,
+          ready_seconds: float = 30) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAGUARD_")}
     with open(log, "wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + ready_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             sys.exit(f"server exited: {log.read_text()}")

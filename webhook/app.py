@@ -21,10 +21,12 @@ from draguard.schema.cluster.checks import (
     EMPTY_VERDICT,
     CheckSettings,
     ClusterVerdict,
+    check_internal,
     check_object,
     stale_advice,
 )
 from draguard.schema.model.options import Options
+from draguard.schema.validate import Verdict
 from draguard.webhook.config import Config
 from draguard.webhook.review import Mutator, RuleSet
 from draguard.webhook.routes import WebhookState, blueprint, decisions
@@ -181,7 +183,7 @@ class ClusterChecks:
         self.settings = settings
 
     def __call__(self, obj: dict[str, Any], options: Options,
-                 memo: dict[str, Any]) -> ClusterVerdict:
+                 verdict: Verdict) -> ClusterVerdict:
         current = self.settings()
         if all(current.level(code) == "off" for code in CLUSTER_CODES):
             return EMPTY_VERDICT
@@ -191,13 +193,22 @@ class ClusterChecks:
         # Read before the checks: an update landing meanwhile makes the kept verdict
         # newer than its generation, never older.
         key = (self.view.generation, current, _namespace(obj, options))
+        memo = verdict.derived
         kept = memo.get(self.MEMO)
         if kept is not None and kept[0] == key:
-            verdict: ClusterVerdict = kept[1]
-            return verdict
-        verdict = check_object(obj, self.facts, current, options=options)
-        memo[self.MEMO] = (key, verdict)
-        return verdict
+            found: ClusterVerdict = kept[1]
+            return found
+        found = self._check(obj, options, verdict, current)
+        memo[self.MEMO] = (key, found)
+        return found
+
+    def _check(self, obj: dict[str, Any], options: Options, verdict: Verdict,
+               settings: CheckSettings) -> ClusterVerdict:
+        # The object the rule set prepared (read, defaulted), not prepared a second time.
+        if verdict.internal is not None and verdict.kind is not None:
+            return check_internal(verdict.internal, verdict.kind, self.facts, settings,
+                                  options=options)
+        return check_object(obj, self.facts, settings, options=options)
 
 
 def _namespace(obj: dict[str, Any], options: Options) -> str | None:

@@ -103,9 +103,10 @@ class MutationLike(Protocol):
 
 
 Mutator = Callable[[dict[str, Any], Options], MutationLike]
-# The cluster checks against the worker's cached view, no API call (issue 20); the
-# dict is the rule set's per-spec memo (`Verdict.derived`), where they may keep results.
-ClusterJudge = Callable[[dict[str, Any], Options, dict[str, Any]], ClusterVerdict]
+# The cluster checks against the worker's cached view, no API call (issue 20), given the
+# rule set's verdict: its prepared object (`Verdict.internal`, read only) and its per-spec
+# memo (`Verdict.derived`), where they may keep results.
+ClusterJudge = Callable[[dict[str, Any], Options, Verdict], ClusterVerdict]
 # Byte budgets of the caches here (issue 15 §3): namespaces come from clients, any length.
 OPTIONS_CACHE_BYTES = 1024 * 1024
 _OPTIONS_BYTES = 400  # an Options object beside its namespace text
@@ -238,7 +239,7 @@ def _judge_cluster(review: Review, rules: RuleSet, verdict: Verdict) -> ClusterV
     if (rules.cluster is None or review.operation != "CREATE" or verdict.skipped
             or verdict.errors or review.object is None):
         return None
-    return rules.cluster(review.object, rules.options(review), verdict.derived)
+    return rules.cluster(review.object, rules.options(review), verdict)
 
 
 def cluster_error(item: Advice) -> FieldError:

@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     cluster = parser.add_argument_group(
         "cluster-aware checks",
         "class-missing, attribute-unknown, alternative-unsatisfiable, quota-exceeded (warnings) "
-        "and admin-access-namespace (an error, as the apiserver refuses it) against the "
+        "and admin-access-namespace (an error, as the apiserver refuses it), or the levels "
+        "--policy sets, against the "
         "cluster's DeviceClasses, ResourceSlices, Namespaces and ResourceQuotas; Namespaces "
         "among the PATHs count for admin-access-namespace even without these options")
     cluster.add_argument("--cluster-objects", action="append", default=[], metavar="DIR",
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--context", help="kubeconfig context (default: the current one)")
     cluster.add_argument("--in-cluster", action="store_true",
                          help="use the Pod's service account instead of a kubeconfig")
+    cluster.add_argument("--policy", metavar="FILE",
+                         help="the levels of this policy file's clusterChecks: section (deny: "
+                              "an error, warn, off), as draguard serve --policy uses them")
     return parser
 
 
@@ -128,6 +132,10 @@ def main(
     for bad in unreadable:
         err.write(f"draguard lint: cannot read {bad.name}: {bad.reason}\n")
 
+    policy = _policy_checks(args.policy)
+    if isinstance(policy, str):
+        err.write(f"draguard lint: {policy}\n")
+        return EXIT_USAGE
     cluster = _read_cluster(args)
     if isinstance(cluster, str):
         err.write(f"draguard lint: {cluster}\n")
@@ -149,7 +157,8 @@ def main(
                   "Namespace among the inputs or cluster objects given\n")
     if facts is not None:
         results = lint.cluster_check(chunks, results, facts=facts,
-                                     settings=cluster_settings(options), options=options)
+                                     settings=cluster_settings(options, policy),
+                                     options=options)
     report.extend(results)
     if cluster is not None:
         report.extend(cluster.results)
@@ -164,8 +173,9 @@ def main(
     return EXIT_FINDINGS if report.has_findings(fail_on_warning=args.fail_on_warning) else EXIT_OK
 
 
-def cluster_settings(options: Options) -> CheckSettings:
-    """Lint's levels: every cluster code warns, but admin-access-namespace is an error.
+def cluster_settings(options: Options, policy: CheckSettings | None = None) -> CheckSettings:
+    """Lint's levels: the policy's (`--policy`), else every cluster code warns, but
+    admin-access-namespace is an error unless the policy sets it.
 
     The apiserver itself refuses that one (upstream-rules.md §3.7), so it is an error as
     with --namespace-labels; given those labels, the rule set already checks it and the
@@ -173,8 +183,25 @@ def cluster_settings(options: Options) -> CheckSettings:
     """
     from draguard.schema.cluster.checks import CheckSettings, Level  # CEL: only when used
 
-    admin: Level = "off" if options.namespace_labels is not None else "deny"
-    return CheckSettings({"admin-access-namespace": admin})
+    levels: dict[str, Level] = dict(policy.levels) if policy is not None else {}
+    if options.namespace_labels is not None:
+        levels["admin-access-namespace"] = "off"
+    else:
+        levels.setdefault("admin-access-namespace", "deny")
+    return CheckSettings(levels)
+
+
+def _policy_checks(path: str | None) -> CheckSettings | str | None:
+    """`--policy`: its `clusterChecks:` levels, None without it, or the error text."""
+    if path is None:
+        return None
+    from draguard.schema.policy.file import load_policy
+    from draguard.schema.policy.model import PolicyError
+
+    try:
+        return load_policy(path).cluster_checks
+    except PolicyError as exc:
+        return str(exc)
 
 
 def _read_cluster(args: argparse.Namespace) -> lint.ClusterInput | str | None:

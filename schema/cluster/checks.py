@@ -14,6 +14,7 @@ import difflib
 import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from draguard.schema.advice.codes import Advice, ignored_codes
@@ -29,7 +30,8 @@ from draguard.schema.cluster.facts import (
     offer,
 )
 from draguard.schema.cluster.inventory import Claim
-from draguard.schema.cluster.quota import check_quotas
+from draguard.schema.cluster.quantity import parse_quantity
+from draguard.schema.cluster.quota import QuotaVerdict, claim_charge
 from draguard.schema.cluster.settings import (
     CLUSTER_CODES,
     DEFAULT_SETTINGS,
@@ -51,7 +53,8 @@ class ClusterVerdict:
 
 EMPTY_VERDICT = ClusterVerdict((), ())
 __all__ = ["CLUSTER_CODES", "DEFAULT_SETTINGS", "EMPTY_VERDICT", "LEVELS", "CheckSettings",
-           "ClusterVerdict", "Level", "check_object", "device_references", "stale_advice"]
+           "ClusterVerdict", "Level", "check_internal", "check_object", "device_references",
+           "stale_advice"]
 
 
 def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSettings,
@@ -62,18 +65,35 @@ def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSet
     if doc_type is None:
         return EMPTY_VERDICT
     prepared = prepare(document, doc_type, options)
-    meta = prepared.document.get("metadata") or {}
-    namespace = str(meta.get("namespace") or options.default_namespace or "default")
-    ignored = ignored_codes(meta)
-    snapshot = facts.snapshot()
-    devices = prepared.claim_spec.get("devices")
+    return check_internal(prepared.document, doc_type.kind, facts, settings, options=options)
+
+
+_CLAIM_SPEC = FieldPath.root("spec")
+_TEMPLATE_CLAIM_SPEC = FieldPath.root("spec", "spec")
+
+
+def check_internal(internal: Mapping[str, Any], kind: str, facts: ClusterFacts,
+                   settings: CheckSettings, *, options: Options) -> ClusterVerdict:
+    """The cluster checks for an object already prepared: `Verdict.internal` (hub shape,
+    defaulted, gate-dropped) of a ResourceClaim or ResourceClaimTemplate.
+
+    The rule set prepared it; reading and defaulting it again here cost about a third of
+    what the checks add to a review (bench/RESULTS.md, issue 20). Read only: the rule
+    set's memo shares the spec between the verdicts on it, across threads.
+    """
+    holder: Any = internal.get("spec") if kind == "ResourceClaimTemplate" else internal
+    spec = holder.get("spec") if isinstance(holder, Mapping) else None
+    devices = spec.get("devices") if isinstance(spec, Mapping) else None
     if not isinstance(devices, dict):
         return EMPTY_VERDICT
-    scope = _Scope(snapshot, namespace, options)
-    found = list(scope.findings(devices, prepared.spec_path.child("devices")))
+    spec_path = _TEMPLATE_CLAIM_SPEC if kind == "ResourceClaimTemplate" else _CLAIM_SPEC
+    meta = internal.get("metadata") or {}
+    namespace = str(meta.get("namespace") or options.default_namespace or "default")
+    ignored = ignored_codes(meta)
+    scope = _Scope(facts.snapshot(), namespace, options)
     denials: list[Advice] = []
     warnings: list[Advice] = []
-    for item in found:
+    for item in scope.findings(devices, spec_path.child("devices")):
         level = settings.level(item.code)
         if level == "off" or item.code in ignored:
             continue
@@ -81,23 +101,23 @@ def check_object(obj: Mapping[str, Any], facts: ClusterFacts, settings: CheckSet
     return ClusterVerdict(tuple(denials), tuple(warnings))
 
 
-# An alternative as the checks see it: where, request name for messages, its mapping.
-_Alternative = tuple[FieldPath, str, dict[str, Any]]
+# An alternative as the checks see it: where (path segments: a FieldPath is made only for
+# a finding), request name for messages, its mapping.
+_Alternative = tuple[tuple[Any, ...], str, dict[str, Any]]
 
 
-def _alternatives(devices: dict[str, Any], requests_path: FieldPath) -> Iterator[_Alternative]:
+def _alternatives(devices: dict[str, Any], requests: tuple[Any, ...]) -> Iterator[_Alternative]:
     for i, request in enumerate(devices.get("requests") or []):
         if not isinstance(request, dict):
             continue
-        path = requests_path.index(i)
         name = str(request.get("name", ""))
         listed = request.get("firstAvailable")
         if isinstance(listed, list) and listed:
             for j, sub in enumerate(listed):
                 if isinstance(sub, dict):
-                    yield path.child("firstAvailable").index(j), f"{name}/{sub.get('name', '')}", sub
+                    yield (*requests, i, "firstAvailable", j), f"{name}/{sub.get('name', '')}", sub
         elif isinstance(request.get("exactly"), dict):
-            yield path.child("exactly"), name, request["exactly"]
+            yield (*requests, i, "exactly"), name, request["exactly"]
 
 
 class _Scope:
@@ -106,12 +126,13 @@ class _Scope:
 
     def findings(self, devices: dict[str, Any], devices_path: FieldPath) -> Iterator[Advice]:
         requests_path = devices_path.child("requests")
-        for path, name, alternative in _alternatives(devices, requests_path):
-            yield from self._alternative(path, name, alternative)
+        for where, name, alternative in _alternatives(devices, requests_path.parts):
+            yield from self._alternative(where, name, alternative)
         yield from self._admin_access(devices, requests_path)
         yield from self._quota(devices, requests_path)
 
-    def _alternative(self, path: FieldPath, name: str, alternative: dict[str, Any]) -> Iterator[Advice]:
+    def _alternative(self, where: tuple[Any, ...], name: str,
+                     alternative: dict[str, Any]) -> Iterator[Advice]:
         snapshot = self.snapshot
         device_class = alternative.get("deviceClassName")
         if not isinstance(device_class, str) or not device_class:
@@ -123,7 +144,7 @@ class _Scope:
             # `Allocate`: `validateDeviceRequest` runs for every subrequest before the
             # search and its error (the class lookup among them) fails the whole claim,
             # so the Pod is refused whichever alternative would have fit.
-            yield Advice(path.child("deviceClassName"), "class-missing",
+            yield Advice(FieldPath((*where, "deviceClassName")), "class-missing",
                          f"request {name}: device class {device_class} does not exist; the "
                          "scheduler refuses the whole Pod, even when another alternative fits")
             return
@@ -134,43 +155,27 @@ class _Scope:
         drivers = class_offer.drivers or frozenset(snapshot.published)
         unknown = [found for k, expression in expressions
                    for found in self._unknown_names(
-                       path.child("selectors").index(k).child("cel", "expression"),
-                       expression, drivers)]
+                       (*where, "selectors", k, "cel", "expression"), expression, drivers)]
         yield from unknown
         if unknown:  # the selector fails on every device: saying so again adds nothing
             return
-        yield from self._unsatisfiable(path, name, alternative, device_class,
+        yield from self._unsatisfiable(where, name, alternative, device_class,
                                        tuple(e for _, e in expressions), class_offer)
 
-    def _unknown_names(self, path: FieldPath, expression: str,
+    def _unknown_names(self, where: tuple[Any, ...], expression: str,
                        drivers: frozenset[str]) -> Iterator[Advice]:
-        reported: set[tuple[str, str]] = set()
-        for what, domain, name in device_references(expression):
-            known: dict[str, set[str]] = {}
-            for driver in drivers:
-                published = self.snapshot.published.get(driver)
-                if published is None:
-                    continue
-                table: Mapping[str, Any] = (published.attributes if what == "attributes"
-                                            else published.capacity)
-                for found_domain, names in table.items():
-                    known.setdefault(found_domain, set()).update(names)
-            owners = ", ".join(sorted(drivers)) or "any driver"
-            if domain not in known:
-                if (what, domain) in reported:
-                    continue
-                reported.add((what, domain))
-                yield Advice(path, "attribute-unknown",
-                             f'device.{what}["{domain}"]: no ResourceSlice of {owners} publishes '
-                             f"{what} in domain {domain}, so the selector never matches "
-                             f"(domains published: {_nearest(domain, known)})")
-            elif name is not None and name not in known[domain]:
-                yield Advice(path, "attribute-unknown",
-                             f'device.{what}["{domain}"].{name}: no ResourceSlice of {owners} '
-                             f"publishes it; at scheduling time this is a CEL runtime error "
-                             f"that aborts the Pod (published: {_nearest(name, known[domain])})")
+        # The messages depend on the expression, the drivers and the snapshot only: made
+        # once per snapshot, the path added per claim.
+        key = ("unknown", expression, drivers)
+        cache = self.snapshot.cache
+        messages: tuple[str, ...] | None = cache.get(key)
+        if messages is None:
+            messages = tuple(_unknown_messages(self.snapshot, expression, drivers))
+            _remember(cache, key, messages, messages)
+        for message in messages:
+            yield Advice(FieldPath(where), "attribute-unknown", message)
 
-    def _unsatisfiable(self, path: FieldPath, name: str, alternative: dict[str, Any],
+    def _unsatisfiable(self, where: tuple[Any, ...], name: str, alternative: dict[str, Any],
                        device_class: str, expressions: tuple[str, ...],
                        class_offer: Offer) -> Iterator[Advice]:
         found = _cached_offer(self.snapshot, device_class, expressions) if expressions else class_offer
@@ -180,7 +185,7 @@ class _Scope:
         if any(selectors.compile_error(e, consumable_capacity=True) for e in expressions):
             return  # the rules report a selector that does not compile
         if found.total == 0:
-            yield Advice(path, "alternative-unsatisfiable",
+            yield Advice(FieldPath(where), "alternative-unsatisfiable",
                          f"request {name}: no device of {what} in the cluster; this alternative "
                          "can never be allocated")
             return
@@ -189,7 +194,7 @@ class _Scope:
         count = alternative.get("count", 1)
         count = count if isinstance(count, int) and count > 0 else 1
         if count > found.per_node:
-            yield Advice(path.child("count"), "alternative-unsatisfiable",
+            yield Advice(FieldPath((*where, "count")), "alternative-unsatisfiable",
                          f"request {name}: needs {count} devices of {what} on one node; the "
                          f"cluster offers at most {found.per_node} per node")
 
@@ -217,8 +222,8 @@ class _Scope:
                 return
 
     def _quota(self, devices: dict[str, Any], requests_path: FieldPath) -> Iterator[Advice]:
-        quotas = self.snapshot.quotas.get(self.namespace)
-        if not quotas:
+        limits = _limits(self.snapshot, self.namespace)
+        if not limits:
             return
         # claim_charge reads mappings only: leave out what the rules already refuse.
         requests: list[dict[str, Any]] = []
@@ -230,12 +235,80 @@ class _Scope:
             exactly = request.get("exactly")
             requests.append({"firstAvailable": listed} if listed else
                             {"exactly": exactly if isinstance(exactly, dict) else {}})
-        claim = Claim(self.namespace, "", {"requests": requests}, None)
-        for verdict in check_quotas(self.namespace, [claim], quotas):
-            if verdict.refused:
+        charge = claim_charge(Claim(self.namespace, "", {"requests": requests}, None))
+        for quota, resource, hard, used, room in limits:
+            amount = charge.get(resource)
+            if amount is not None and amount > room:
+                verdict = QuotaVerdict(quota, resource, hard, used, amount)
                 yield Advice(requests_path, "quota-exceeded",
                              f"{verdict.render()}: creating this claim would be refused "
                              "(worst case: the largest alternative of each request)")
+
+
+# One hard limit of a namespace's quotas: quota name, resource, hard, used, and the room
+# left (hard - used: an int when whole, as it nearly always is, cheaper to compare).
+_Limit = tuple[str, str, Fraction, Fraction, Fraction | int]
+
+
+def _limits(snapshot: _Snapshot, namespace: str) -> tuple[_Limit, ...]:
+    """The namespace's hard limits with their usage, parsed once per snapshot.
+
+    What `quota.check_quotas` compares, in its order (quota, then resource), without
+    parsing every quantity again for each claim.
+    """
+    key = ("limits", namespace)
+    found: tuple[_Limit, ...] | None = snapshot.cache.get(key)
+    if found is None:
+        limits: list[_Limit] = []
+        for quota in snapshot.quotas.get(namespace) or ():
+            name = str((quota.get("metadata") or {}).get("name", ""))
+            hard = _quantities((quota.get("spec") or {}).get("hard"))
+            used = _quantities((quota.get("status") or {}).get("used"))
+            for resource, limit in sorted(hard.items()):
+                spent = used.get(resource, Fraction(0))
+                room = limit - spent
+                limits.append((name, resource, limit, spent,
+                               room.numerator if room.denominator == 1 else room))
+        found = tuple(limits)
+        _remember(snapshot.cache, key, found)
+    return found
+
+
+def _quantities(value: Any) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    if isinstance(value, Mapping):
+        for resource, amount in value.items():
+            parsed = parse_quantity(amount)
+            if parsed is not None:
+                out[str(resource)] = parsed
+    return out
+
+
+def _unknown_messages(snapshot: _Snapshot, expression: str,
+                      drivers: frozenset[str]) -> Iterator[str]:
+    reported: set[tuple[str, str]] = set()
+    for what, domain, name in device_references(expression):
+        known: dict[str, set[str]] = {}
+        for driver in drivers:
+            published = snapshot.published.get(driver)
+            if published is None:
+                continue
+            table: Mapping[str, Any] = (published.attributes if what == "attributes"
+                                        else published.capacity)
+            for found_domain, names in table.items():
+                known.setdefault(found_domain, set()).update(names)
+        owners = ", ".join(sorted(drivers)) or "any driver"
+        if domain not in known:
+            if (what, domain) in reported:
+                continue
+            reported.add((what, domain))
+            yield (f'device.{what}["{domain}"]: no ResourceSlice of {owners} publishes '
+                   f"{what} in domain {domain}, so the selector never matches "
+                   f"(domains published: {_nearest(domain, known)})")
+        elif name is not None and name not in known[domain]:
+            yield (f'device.{what}["{domain}"].{name}: no ResourceSlice of {owners} '
+                   f"publishes it; at scheduling time this is a CEL runtime error "
+                   f"that aborts the Pod (published: {_nearest(name, known[domain])})")
 
 
 def _expressions(alternative: Mapping[str, Any]) -> list[tuple[int, str]]:
@@ -249,6 +322,30 @@ def _expressions(alternative: Mapping[str, Any]) -> list[tuple[int, str]]:
 
 
 _CACHE_MAX = 4096
+# A snapshot's cache is bounded in bytes too: keys hold client text (selector expressions,
+# up to 10 KiB each upstream), values messages naming what the cluster publishes. The
+# count is kept in the cache under `_BYTES`; threads racing on it may lose a few counts,
+# never more than an entry each.
+_CACHE_BYTES = 8 * 1024 * 1024
+_ENTRY_BYTES = 256  # an entry's dict slot, tuple and value beside its text
+_BYTES = ("bytes",)
+
+
+def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any,
+              text: Iterable[str] = ()) -> None:
+    """Keep `value` in a snapshot's cache, starting it again when full (count or bytes)."""
+    size = _ENTRY_BYTES + sum(len(t) for t in text)
+    for part in key:
+        if isinstance(part, str):
+            size += len(part)
+        elif isinstance(part, tuple):
+            size += sum(len(e) for e in part if isinstance(e, str))
+    used: int = cache.get(_BYTES, 0)
+    if len(cache) >= _CACHE_MAX or used + size > _CACHE_BYTES:
+        cache.clear()  # distinct selectors without end: start again
+        used = 0
+    cache[key] = value
+    cache[_BYTES] = used + size
 
 
 def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str, ...]) -> Offer:
@@ -261,9 +358,7 @@ def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str
             kinds = frozenset(k for k in kinds_of_class(snapshot, device_class)
                               if k.matches(expressions))
         found = offer(snapshot, kinds, device_class)
-        if len(snapshot.cache) >= _CACHE_MAX:  # distinct selectors without end: start again
-            snapshot.cache.clear()
-        snapshot.cache[key] = found
+        _remember(snapshot.cache, key, found)
     return found
 
 

@@ -32,9 +32,10 @@ not at all and never waits for one.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from types import MappingProxyType
@@ -168,7 +169,16 @@ class _SliceShare:
     """One slice's contribution, kept to take it back out when the slice changes."""
 
     driver: str
-    devices: tuple[tuple[str, str, int], ...]  # (node key, signature, count)
+    # Per node key: (node key, (signature, count, signature, count, ...)). Flat, since a
+    # 50,000-node view holds one of these per slice: two tuples for a one-node slice
+    # rather than one per device kind (bench/RESULTS.md, issue 20).
+    devices: tuple[tuple[str, tuple[str | int, ...]], ...]
+
+    def entries(self) -> Iterator[tuple[str, str, int]]:
+        """(node key, signature, count) for each kind on each node."""
+        for node, flat in self.devices:
+            for k in range(0, len(flat), 2):
+                yield node, str(flat[k]), int(flat[k + 1])
 
 
 class ClusterFacts:
@@ -192,6 +202,7 @@ class ClusterFacts:
         self._shared: dict[Any, Any] = {}  # interned names tuples and class sets
         self._coarse = 0  # how many kinds are coarse
         self._inexact: set[str] = set()  # classes changed while coarse kinds existed
+        self._class_changes = 0  # counts updates that changed the classes (see `StagedList`)
 
     # --- readers ------------------------------------------------------------------
 
@@ -228,6 +239,84 @@ class ClusterFacts:
                 state.apply(kind, event, obj)
             except Exception as exc:  # a malformed object must not stop the watch
                 state.problem(kind, _name(obj), _WHOLE, f"not read: {exc}")
+            state.publish()
+
+    def stage(self, kind: str) -> StagedList:
+        """A `replace` of `kind` taken page by page (see `StagedList`)."""
+        with self._lock:
+            return StagedList(self, kind)
+
+
+class StagedList:
+    """A relist of one kind in progress: `add` each page as it arrives, then `commit`.
+
+    Each page is read into the compact form the facts keep (device kinds, per-node
+    counts, labels) as it arrives, so the list's raw objects are never all held at once
+    (a 50,000-node ResourceSlice list is hundreds of MiB as parsed JSON). The pages go
+    into a private `ClusterFacts` (the staging), built as a fresh `replace` builds, with
+    a copy of the live DeviceClasses; `commit` swaps the kind's state into the live
+    facts under the lock and publishes one snapshot: readers see the old list or the
+    whole new one, never half, and what the old list had and the new one lacks is gone.
+
+    A DeviceClass update between `stage` and `commit` (another thread's watch) is not in
+    the staged classes: `commit` then evaluates the classes of every kind again, as a
+    class event does, and a class changed meanwhile is inexact for coarse kinds.
+    Not thread-safe itself: one list, one thread (the view's thread for the kind).
+    """
+
+    def __init__(self, facts: ClusterFacts, kind: str) -> None:
+        self.facts, self.kind = facts, kind
+        self._staging = ClusterFacts()
+        # A slice's device kinds are matched against the classes; a class list starts empty.
+        if kind != "DeviceClass":
+            self._staging._classes = dict(facts._classes)
+        self._class_changes = facts._class_changes
+        self._writer = _Writer(self._staging)
+        self.count = 0
+
+    def add(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """One page: each object read now (the caller may drop the page afterwards)."""
+        kind, writer = self.kind, self._writer
+        for obj in objects:
+            self.count += 1
+            try:
+                writer.apply(kind, "ADDED", obj)
+            except Exception as exc:  # a malformed object is a problem, as in `replace`
+                writer.problem(kind, _name(obj), _WHOLE, f"not read: {exc}")
+
+    def commit(self) -> None:
+        """Make the staged list the kind's objects and publish them at once."""
+        facts, staging, kind = self.facts, self._staging, self.kind
+        with facts._lock:
+            state = _Writer(facts)
+            for key in [k for k in facts._problems if k[0] == kind]:
+                del facts._problems[key]
+            facts._problems.update(staging._problems)
+            state.touched.add("problems")
+            classes_moved = facts._class_changes != self._class_changes
+            if kind == "DeviceClass":
+                facts._classes = staging._classes
+                if facts._coarse:  # as `_device_class` marks each class it reads
+                    facts._inexact.update(facts._classes)
+                state.classes_changed = True
+            elif kind == "ResourceSlice":
+                state.drivers.update(facts._names, staging._names)
+                facts._slices, facts._kinds = staging._slices, staging._kinds
+                facts._kind_refs, facts._names = staging._kind_refs, staging._names
+                facts._nodes, facts._profiles = staging._nodes, staging._profiles
+                facts._shared, facts._coarse = staging._shared, staging._coarse
+                # A fresh build starts with no coarse kinds, so nothing inexact; classes
+                # that changed while staging were not seen by the staged coarse kinds.
+                facts._inexact = set(facts._classes) if classes_moved and facts._coarse else set()
+                state.classes_changed = classes_moved
+                state.touched.add("profiles")
+            elif kind == "Namespace":
+                facts._namespaces = staging._namespaces
+                state.touched.add("namespaces")
+            elif kind == "ResourceQuota":
+                facts._quotas = staging._quotas
+                state.touched.add("quotas")
+            facts._loaded.add(kind)
             state.publish()
 
 
@@ -351,7 +440,7 @@ class _Writer:
         share = self.facts._slices.pop(name, None)
         if share is None:
             return
-        for node, signature, count in share.devices:
+        for node, signature, count in share.entries():
             self._count(node, signature, -count)
             self._unref(share.driver, signature)
 
@@ -380,9 +469,14 @@ class _Writer:
                 self.facts._names.setdefault(found.driver, Counter()).update(names)
                 self.drivers.add(found.driver)
             counted[(node, signature)] += 1
-        devices = tuple((node, signature, count) for (node, signature), count in counted.items())
-        self.facts._slices[found.name] = _SliceShare(found.driver, devices)
-        for node, signature, count in devices:
+        per_node: dict[str, list[str | int]] = {}
+        for (node, signature), count in counted.items():
+            per_node.setdefault(node, []).extend((signature, count))
+        # The driver interned: one string for all its slices, not one per parsed slice.
+        share = _SliceShare(sys.intern(found.driver),
+                            tuple((node, tuple(flat)) for node, flat in per_node.items()))
+        self.facts._slices[found.name] = share
+        for node, signature, count in share.entries():
             self.facts._kind_refs[signature] += 1
             self._count(node, signature, count)
 
@@ -499,6 +593,7 @@ class _Writer:
     def publish(self) -> None:
         facts = self.facts
         if self.classes_changed:
+            facts._class_changes += 1
             self._rebuild_kinds()
         old = facts._snapshot
         published = old.published
@@ -594,4 +689,4 @@ def kinds_of_class(snapshot: _Snapshot, device_class: str) -> list[DeviceKind]:
 
 # Keep `meta_name` importable from here for callers that read objects the same way.
 __all__ = ["WATCHED", "ClusterFacts", "DeviceKind", "FactProblem", "Offer", "Published",
-           "Watched", "facts_from_objects", "kinds_of_class", "meta_name", "offer"]
+           "StagedList", "Watched", "facts_from_objects", "kinds_of_class", "meta_name", "offer"]

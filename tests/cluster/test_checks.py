@@ -13,12 +13,14 @@ import yaml
 from draguard.schema.cluster.checks import (
     CLUSTER_CODES,
     CheckSettings,
+    check_internal,
     check_object,
     device_references,
     stale_advice,
 )
 from draguard.schema.cluster.facts import ClusterFacts, facts_from_objects
 from draguard.schema.model.options import Options
+from draguard.schema.validate import validate_object
 
 HERE = Path(__file__).resolve().parent
 OBJECTS = list(yaml.safe_load_all((HERE / "objects" / "cluster.yaml").read_text()))
@@ -229,6 +231,44 @@ def test_input_is_not_changed() -> None:
     before = copy.deepcopy(claim)
     found(claim)
     assert claim == before
+
+
+def as_template(claim: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": claim["metadata"], "spec": {"spec": claim["spec"]}}
+
+
+def as_v1beta1(claim: dict[str, Any]) -> dict[str, Any]:
+    """The claim in v1beta1's flat request shape (no `exactly`)."""
+    out = copy.deepcopy(claim)
+    out["apiVersion"] = "resource.k8s.io/v1beta1"
+    for request in out["spec"]["devices"]["requests"]:
+        request.update(request.pop("exactly", {}))
+    return out
+
+
+@pytest.mark.parametrize("shape", [lambda c: c, as_template, as_v1beta1],
+                         ids=["claim", "template", "v1beta1"])
+@pytest.mark.parametrize(("mutation", "expected"), CASES)
+def test_check_internal_is_check_object_on_the_rule_sets_verdict(
+        mutation: Mutation, expected: list[tuple[str, str]],
+        shape: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The webhook's path (the rule set's prepared object, remembered per spec) finds what
+    check_object finds reading the object itself, and leaves the shared object unchanged."""
+    claim = baseline()
+    mutation(claim)
+    claim["spec"]["devices"]["requests"][0]["firstAvailable"] = [
+        {k: v for k, v in a.items() if v is not None}
+        for a in claim["spec"]["devices"]["requests"][0]["firstAvailable"]]
+    obj = shape(claim)
+    options = Options(default_namespace="team", remember_specs=True)
+    verdict = validate_object(obj, options=options)
+    assert verdict.internal is not None and verdict.kind is not None
+    before = copy.deepcopy(verdict.internal)
+    kept = check_internal(verdict.internal, verdict.kind, facts(), CheckSettings(),
+                          options=options)
+    assert kept == check_object(obj, facts(), CheckSettings(), options=options)
+    assert verdict.internal == before
 
 
 @pytest.mark.parametrize("devices", [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from budget import examples
@@ -123,6 +124,60 @@ def test_incremental_equals_fresh(sequence: list[tuple[str, dict[str, Any]]]) ->
             state[_key(obj)] = obj
             facts.apply(kind, event, obj)
     assert view(facts) == view(facts_from_objects(state.values()))
+
+
+def _built(sequence: list[tuple[str, dict[str, Any]]]
+           ) -> tuple[ClusterFacts, dict[tuple[str, str, str], dict[str, Any]]]:
+    """Facts after `sequence` (events, relists), and the objects they should hold."""
+    facts = ClusterFacts()
+    for w in WATCHED:
+        facts.replace(w.kind, [])
+    state: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for event, obj in sequence:
+        if event == "DELETED":
+            state.pop(_key(obj), None)
+        else:
+            state[_key(obj)] = obj
+        facts.apply(obj["kind"], "ADDED" if event == "replace" else event, obj)
+    return facts, state
+
+
+@settings(max_examples=examples(200))
+@given(events, st.sampled_from([w.kind for w in WATCHED]), st.lists(objects, max_size=12),
+       st.lists(st.integers(0, 12), max_size=4),
+       st.lists(st.tuples(st.integers(0, 12), st.sampled_from(["ADDED", "DELETED"]),
+                          st.builds(device_class, st.sampled_from(["a", "b"]),
+                                    st.sampled_from(['device.driver == "d2"', "true"]))),
+                max_size=2))
+def test_staged_relist_equals_fresh_build(
+        sequence: list[tuple[str, dict[str, Any]]], kind: str, listed: list[dict[str, Any]],
+        cuts: list[int], meanwhile: list[tuple[int, str, dict[str, Any]]]) -> None:
+    """A relist taken page by page (`stage`, `add` per page, `commit`) over any earlier
+    state leaves what a fresh build of the final objects gives; DeviceClass events from
+    another watch between pages count; until `commit` readers see the old list."""
+    facts, state = _built(sequence)
+    listed = [o for o in listed if o["kind"] == kind]
+    if kind == "DeviceClass":
+        meanwhile = []  # one thread per kind: no class event within a class relist
+    before = view(facts)
+    staged = facts.stage(kind)
+    bounds = sorted({0, len(listed), *(c for c in cuts if c < len(listed))})
+    pages = [listed[a:b] for a, b in pairwise(bounds)]
+    for n, page in enumerate(pages or [[]]):
+        for _, event, obj in [m for m in meanwhile if m[0] == n]:
+            facts.apply("DeviceClass", event, obj)
+            if event == "DELETED":
+                state.pop(_key(obj), None)
+            else:
+                state[_key(obj)] = obj
+        staged.add(page)
+        if not meanwhile:
+            assert view(facts) == before
+    staged.commit()
+    state = {k: o for k, o in state.items() if k[0] != kind}
+    state.update({_key(o): o for o in listed})
+    assert view(facts) == view(facts_from_objects(state.values()))
+    assert facts.snapshot().inexact_classes == frozenset()
 
 
 # --- bad input ------------------------------------------------------------------------------

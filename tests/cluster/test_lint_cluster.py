@@ -53,6 +53,33 @@ def test_cluster_objects_findings() -> None:
     assert _by_claim(out) == EXPECTED
 
 
+def test_policy_sets_the_levels(tmp_path: Path) -> None:
+    """--policy's clusterChecks: deny is an error, off drops the finding, warn keeps it a
+    warning (admin-access-namespace too, when the policy says so); the rest as without it."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("clusterChecks:\n  class-missing: deny\n  attribute-unknown: off\n"
+                      "  admin-access-namespace: warn\n")
+    code, out, err = _run("-o", "json", "--policy", str(policy),
+                          "--cluster-objects", str(OBJECTS), str(CLAIMS))
+    assert code == 1, err
+    assert _by_claim(out) == {
+        **EXPECTED,
+        "missing": [("Forbidden", "spec.devices.requests[0].firstAvailable[0].deviceClassName")],
+        "typo": [],
+        "admin": [("admin-access-namespace", "spec.devices.requests[0].adminAccess")],
+    }
+
+
+def test_bad_policy_exits_2_naming_the_field(tmp_path: Path) -> None:
+    """An unusable policy is a usage error that names the file, line and field."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("clusterChecks:\n  class-missing: refuse\n")
+    code, out, err = _run("--policy", str(policy), "--cluster-objects", str(OBJECTS), str(CLAIMS))
+    assert code == 2 and out == ""
+    assert err.startswith(f"draguard lint: {policy}:2:")
+    assert "class-missing" in err
+
+
 def test_cluster_objects_text_lines() -> None:
     """Text output places a cluster warning at its line in the claim's file."""
     code, out, _ = _run("--cluster-objects", str(OBJECTS), str(CLAIMS))

@@ -10,6 +10,7 @@ from draguard.schema.advice.codes import Advice
 from draguard.schema.cluster.checks import ClusterVerdict
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
+from draguard.schema.validate import Verdict, validate_object
 from draguard.webhook.review import Review, RuleSet, answer_validate
 
 CLAIM: dict[str, Any] = {
@@ -33,7 +34,7 @@ class Judge:
         self.seen: list[dict[str, Any]] = []
 
     def __call__(self, obj: dict[str, Any], options: Options,
-                 memo: dict[str, Any]) -> ClusterVerdict:
+                 verdict: Verdict) -> ClusterVerdict:
         self.seen.append(obj)
         return self.verdict
 
@@ -98,7 +99,7 @@ def test_cluster_warnings_follow_the_rule_set_warnings_within_the_limits() -> No
 
 def test_an_error_in_the_checks_follows_the_failure_mode() -> None:
     """A check that raises is an internal error, answered by the failure mode (open: allowed)."""
-    def broken(obj: dict[str, Any], options: Options, memo: dict[str, Any]) -> ClusterVerdict:
+    def broken(obj: dict[str, Any], options: Options, verdict: Verdict) -> ClusterVerdict:
         raise RuntimeError("bug")
 
     review = Review(uid="u", operation="CREATE", object=CLAIM, namespace="ns")
@@ -140,22 +141,22 @@ def test_checks_keep_a_verdict_per_generation_settings_and_namespace() -> None:
     view, facts = View(), loaded_facts()
     settings = [CheckSettings()]
     checks = ClusterChecks(view, facts, lambda: settings[0])
-    memo: dict[str, Any] = {}
     options = Options(default_namespace="ns")
-    assert "class-missing" in codes(checks(CLAIM, options, memo))
+    verdict = validate_object(CLAIM, options=options)
+    assert "class-missing" in codes(checks(CLAIM, options, verdict))
 
     facts.replace("DeviceClass", [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                                    "metadata": {"name": "a.example.com"}, "spec": {}}])
-    assert "class-missing" in codes(checks(CLAIM, options, memo))  # same generation: kept
+    assert "class-missing" in codes(checks(CLAIM, options, verdict))  # same generation: kept
     view.generation += 1
-    assert "class-missing" not in codes(checks(CLAIM, options, memo))
+    assert "class-missing" not in codes(checks(CLAIM, options, verdict))
 
     settings[0] = CheckSettings(levels={"alternative-unsatisfiable": "deny"})
-    assert checks(CLAIM, options, memo).denials  # new settings: recomputed
+    assert checks(CLAIM, options, verdict).denials  # new settings: recomputed
     other = {**CLAIM, "metadata": {"name": "c", "namespace": "other"}}
-    memo[ClusterChecks.MEMO] = ((view.generation, settings[0], "other"), "kept")
-    assert checks(other, options, memo) == "kept"  # the object's namespace is the key
-    assert checks(CLAIM, options, memo) != "kept"  # CLAIM's own namespace, ns, is not
+    verdict.derived[ClusterChecks.MEMO] = ((view.generation, settings[0], "other"), "kept")
+    assert checks(other, options, verdict) == "kept"  # the object's namespace is the key
+    assert checks(CLAIM, options, verdict) != "kept"  # CLAIM's own namespace, ns, is not
 
 
 @pytest.mark.parametrize("age", [None, 301.0])
@@ -167,7 +168,8 @@ def test_loading_or_stale_view_gives_one_warning_and_no_checks(age: float | None
     view = View()
     view.age = age
     checks = ClusterChecks(view, loaded_facts(), lambda: CheckSettings())
-    verdict = checks(CLAIM, Options(default_namespace="ns"), {})
+    options = Options(default_namespace="ns")
+    verdict = checks(CLAIM, options, validate_object(CLAIM, options=options))
     assert verdict.denials == () and codes(verdict) == ["cluster-view-stale"]
 
 
@@ -180,4 +182,5 @@ def test_all_checks_off_means_no_stale_warning_either() -> None:
     view.age = None
     off = CheckSettings(levels=dict.fromkeys(CLUSTER_CODES, "off"))
     checks = ClusterChecks(view, loaded_facts(), lambda: off)
-    assert codes(checks(CLAIM, Options(default_namespace="ns"), {})) == []
+    options = Options(default_namespace="ns")
+    assert codes(checks(CLAIM, options, validate_object(CLAIM, options=options))) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,21 @@ CLASSES = Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses")
 NAMESPACES = Kind("Namespace", "", "v1", "namespaces")
 
 
+class Pages:
+    """A staged list: each page as handed over; the commit recorded as one `replace`."""
+
+    def __init__(self, recorder: Recorder, kind: str) -> None:
+        self.recorder, self.kind = recorder, kind
+        self.pages: list[list[str]] = []
+
+    def add(self, objects: Any) -> None:
+        self.pages.append([o["metadata"]["name"] for o in objects])
+
+    def commit(self) -> None:
+        self.recorder._add("pages", self.kind, self.pages)
+        self.recorder._add("replace", self.kind, [n for page in self.pages for n in page])
+
+
 class Recorder:
     """A sink and observer that remembers every call, for tests to wait on."""
 
@@ -40,8 +56,8 @@ class Recorder:
             self.calls.append(call)
             self.changed.notify_all()
 
-    def replace(self, kind: str, objects: Any) -> None:
-        self._add("replace", kind, [o["metadata"]["name"] for o in objects])
+    def stage(self, kind: str) -> Pages:
+        return Pages(self, kind)
 
     def apply(self, kind: str, event: str, obj: Any) -> None:
         self._add("apply", kind, event, obj["metadata"]["name"])
@@ -101,8 +117,11 @@ def view(api: FakeApi, recorder: Recorder) -> Iterator[ClusterView]:
 
 def test_paged_list_is_replaced_whole_then_watched_from_its_version(
         api: FakeApi, view: ClusterView, recorder: Recorder) -> None:
-    """Every page goes to one `replace`, and the watch starts at the list's resourceVersion."""
+    """Each page goes to the staged list as it comes, committed once as the whole list,
+    and the watch starts at the list's resourceVersion."""
     assert api.wait_for(lambda _: len(api.watches("deviceclasses")) >= 1)
+    assert recorder.of("pages") == [
+        ("pages", "DeviceClass", [["a.example.com", "b.example.com"], ["c.example.com"]])]
     assert recorder.of("replace") == [
         ("replace", "DeviceClass", ["a.example.com", "b.example.com", "c.example.com"])]
     assert [q.get("continue") for q in api.lists("deviceclasses")] == [None, "2"]
@@ -303,3 +322,31 @@ def test_backoff_doubles_to_its_cap_and_starts_over_after_a_quiet_spell() -> Non
         assert floors[-1] <= delay <= 2 * floors[-1]
     now[0] += 121
     assert 0.8 <= backoff.next() <= 1.6
+
+
+def test_an_expired_continue_token_starts_the_staged_list_over() -> None:
+    """410 on a continue token: the pages staged so far are dropped, the list starts over,
+    and only the complete second list is committed."""
+    recorder = Recorder()
+    view = ClusterView((CLASSES,), recorder, connect=lambda: None, observer=recorder)
+    calls: list[str | None] = []
+
+    class Expired(Exception):
+        status = 410
+
+    def call(**kwargs: Any) -> Any:
+        token = kwargs.get("_continue")
+        calls.append(token)
+        if calls == [None, "2"]:
+            raise Expired("continue token expired")
+        names = ["y"] if token else ["a", "b"] if len(calls) == 1 else ["x"]
+        body = {"metadata": {"resourceVersion": "7", "continue": "2" if token is None else ""},
+                "items": [{"metadata": {"name": n}} for n in names]}
+
+        class Response:
+            data = json.dumps(body).encode()
+        return Response()
+
+    assert view._relist(CLASSES, call) == "7"
+    assert calls == [None, "2", None, "2"]
+    assert recorder.of("replace") == [("replace", "DeviceClass", ["x", "y"])]

@@ -2,7 +2,8 @@
 
 For each watched kind a native thread does what client-go's reflector does
 (k8s.io/client-go/tools/cache/reflector.go, `ListAndWatch`): a paged list
-(`limit`/`continue`) handed to the sink's `replace`, then a watch from the list's
+(`limit`/`continue`), each page handed to the sink as it arrives and the whole
+committed at once (`stage`), then a watch from the list's
 resourceVersion with `allowWatchBookmarks=true`, each event handed to `apply`.
 Bookmarks and events move the resourceVersion; a dropped connection resumes the watch
 from it after a capped, jittered backoff (reflector: 800 ms doubling to 30 s); 410 Gone
@@ -54,10 +55,21 @@ class Watched(Protocol):
     def plural(self) -> str: ...
 
 
-class Sink(Protocol):
-    """Where objects go (`draguard.schema.cluster.facts.ClusterFacts`)."""
+class Staged(Protocol):
+    """A list in progress (`draguard.schema.cluster.facts.StagedList`)."""
 
-    def replace(self, kind: str, objects: Iterable[Mapping[str, Any]]) -> None: ...
+    def add(self, objects: Iterable[Mapping[str, Any]]) -> None: ...
+    def commit(self) -> None: ...
+
+
+class Sink(Protocol):
+    """Where objects go (`draguard.schema.cluster.facts.ClusterFacts`).
+
+    A list goes to `stage(kind)` page by page and is committed at its end: each page is
+    read into the sink's own form as it arrives, and readers see the whole list at once.
+    """
+
+    def stage(self, kind: str) -> Staged: ...
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None: ...
 
 
@@ -292,10 +304,16 @@ class ClusterView:
         return api
 
     def _relist(self, watched: Watched, call: ListCall) -> str:
-        """List every page, hand them to the sink at once; the list's resourceVersion."""
+        """List every page into a staged replace, committed at the end; the list's resourceVersion.
+
+        Each page is handed to the sink as it arrives and dropped: at most one page of
+        raw objects is held (issue 20: the whole list held at once was most of a
+        worker's memory). Nothing is committed unless the list completes.
+        """
         kind, tuning = watched.kind, self.tuning
         api_version = f"{watched.group}/{watched.version}" if watched.group else watched.version
-        items: list[dict[str, Any]] = []
+        staged = self.sink.stage(kind)
+        count = 0
         token: str | None = None
         version = ""
         while True:
@@ -308,29 +326,31 @@ class ClusterView:
             except Exception as exc:
                 if getattr(exc, "status", None) == 410 and token:
                     # The continue token expired: a consistent list starts over.
-                    items, token = [], None
+                    staged, count, token = self.sink.stage(kind), 0, None
                     continue
                 raise
-            for item in page.get("items") or ():
-                if isinstance(item, dict):
-                    # List items omit kind and apiVersion; events carry them.
-                    item.setdefault("kind", kind)
-                    item.setdefault("apiVersion", api_version)
-                    items.append(item)
+            items = [item for item in page.get("items") or () if isinstance(item, dict)]
+            for item in items:
+                # List items omit kind and apiVersion; events carry them.
+                item.setdefault("kind", kind)
+                item.setdefault("apiVersion", api_version)
+            staged.add(items)
+            count += len(items)
             metadata = page.get("metadata")
             metadata = metadata if isinstance(metadata, dict) else {}
             version = str(metadata.get("resourceVersion") or version)
             token = metadata.get("continue") or None
+            del page, items  # the page's objects are in the sink's form now
             if not token:
                 break
         was_loaded = self._status[kind].loaded
-        self.sink.replace(kind, items)
+        staged.commit()
         self._changed()
         self._set(kind, loaded=True, synced_at=self.clock(), resource_version=version,
                   error=None)
         if was_loaded:
             self.observer.view_relisted(kind)
-        log.info("cluster view %s: listed %d objects at resourceVersion %s", kind, len(items),
+        log.info("cluster view %s: listed %d objects at resourceVersion %s", kind, count,
                  version)
         if not self._loaded.is_set() and all(s.loaded for s in self._status.values()):
             log.info("cluster view ready: every kind listed (%s)", ", ".join(self._status))
