@@ -303,6 +303,7 @@ _WORD_VALUE = re.compile(rf"[ \t]++{_WORD}|[ \t]*+(?:#[^\n]*+)?+")
 _QUOTED_OR_ODD_TOP = re.compile(r"\n[\"'?&*!|>%@`{\[]")
 _BELOW = re.compile(r"\n(?:[ \t]*+(?:#[^\n]*+)?+\n)*+( ++)[^ \n]")
 _TOP_LINE = re.compile(r"\n[^ \n#]")
+_KIND_LINE = re.compile(r"\nkind:(?:[ \t]++([A-Za-z_][A-Za-z0-9_./-]*+)[ \t]*+(?:#[^\n]*+)?+\n)?")
 _WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
@@ -324,6 +325,12 @@ def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
     scan of its lines at column 0 and nothing more.
     """
     lined = "\n" + text + "\n"
+    # The first `kind:` line at column 0 settles most documents (lint's claims): when
+    # its word is not wanted, the answer is None whatever the rest says (a None only
+    # means "read the value"), so the other lines are not scanned.
+    first_kind = _KIND_LINE.search(lined)
+    if first_kind is not None and first_kind[1] is not None and not wanted(first_kind[1]):
+        return None
     first = _CONTENT_LINE.search(lined)
     if first is None or first.end(1) != first.start(1) or first.start(2) >= 0:
         return None  # the top node is not a mapping at column 0
