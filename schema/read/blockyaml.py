@@ -64,8 +64,32 @@ _PLAIN = (
     rf"(?:[A-MP-XZa-mp-xz_/]|(?!{_BOOL11}(?:[ \t#\n]|\Z))[NOYnoy])"
     rf"[^{_BAD}:]*+(?::[^ \t{_BAD}:][^{_BAD}:]*+)*+"
 )
-# Plain first, as most values are: the two cannot start with the same character.
-_VALUE = rf"(?:{_PLAIN}|{_SCALAR})"
+# A one-line flow collection of scalars (`labels: {app: x}`, `- {name: a, count: 1}`,
+# `requests: [a, b]`), as PyYAML writes the innermost collections by default: its plain
+# scalars stop at `,`, brackets, `:`, `#` and `?` (where libyaml's may stop in a flow),
+# and mean the same in both versions for the reasons `_PLAIN` gives; keys are names or
+# quoted. No nesting, no line breaks: the positions below read it from its one line.
+_FLOW_KEY = (
+    rf"(?:(?:[A-EG-MP-SU-XZa-eg-mp-su-xz_]|(?!{_KEYWORD}:)[FNOTYfnoty])[A-Za-z0-9_./-]*+"
+    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+')"
+)
+_DOUBLE = rf'"[^"\\{_BAD}]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{{4}})[^"\\{_BAD}]*+)*+"'
+_SINGLE = rf"'[^'{_BAD}]*+(?:''[^'{_BAD}]*+)*+'"
+_FLOW_SCALAR = (
+    rf"(?:~|{_DOUBLE}|{_SINGLE}"
+    r"|-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|[0-9]++(?:\.[0-9]++)?+(?:[KMGTPE]i|[numkMGTPE])"
+    rf"|(?:[A-MP-XZa-mp-xz_/]|(?![ ]*+{_BOOL11}[ ]*+[,\]}}])[NOYnoy])"
+    rf"[^{_BAD}:,\[\]{{}}#?]*+"
+    r")(?=[ ]*+[,\]}])[ ]*+"
+)
+_FLOW = (
+    rf"(?:\{{[ ]*+(?:{_FLOW_KEY}:[ ]++{_FLOW_SCALAR}(?:,[ ]*+{_FLOW_KEY}:[ ]++{_FLOW_SCALAR})*+)?+\}}"
+    rf"|\[[ ]*+(?:{_FLOW_SCALAR}(?:,[ ]*+{_FLOW_SCALAR})*+)?+\])(?=[ \t\n]|\Z){_TAIL}"
+)
+# Plain first, as most values are: none of the three can start with the same character.
+_VALUE = rf"(?:{_PLAIN}|{_SCALAR}|{_FLOW})"
 _ENTRY_LINE = rf"{_KEY}:(?:[ ]++{_VALUE}|{_TAIL})"
 _LINE = (
     rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
@@ -135,7 +159,15 @@ def _indented_at_most(column: int) -> re.Pattern[str]:
 
 _Node = tuple[int, int, int, bool]
 """A collection: the line break before its first line, its column (of its keys or its
-dashes), the offset where it starts, and whether it is a list."""
+dashes), the offset where it starts, and whether it is a list. A one-line flow
+collection has -1 for the first two and its opening bracket's offset for the third."""
+
+# After a key's colon: a flow collection that is not empty (its opening bracket).
+_FLOW_START = re.compile(r"[ ]++([\[{])(?![ ]*+[\]}])")
+# In a flow collection (`_FLOW`): a key up to its value, and a scalar with its blanks.
+_FLOW_MEMBER = re.compile(rf"({_FLOW_KEY}):[ ]++")
+_FLOW_VALUE = re.compile(rf"(?:{_DOUBLE}|{_SINGLE}|[^,\]}}]*+)[ ]*+")
+_FLOW_BLANKS = re.compile(r"[ ]*+")
 
 
 _Found = tuple[int, "_Node | None", dict[Segment, "_Found"]]
@@ -154,13 +186,14 @@ class Lines:
     reads the list once, not once per item.
     """
 
-    __slots__ = ("_items", "_lines", "_top", "text")
+    __slots__ = ("_flows", "_items", "_lines", "_top", "text")
 
     def __init__(self, text: str) -> None:
         # Every line, the first and the last too, then sits between two line breaks.
         self.text = "\n" + text + "\n"
         self._top: _Found | None = None
         self._items: dict[int, list[int]] = {}
+        self._flows: dict[int, dict[str, int] | list[int]] = {}
         self._lines = LineIndex(self.text)
 
     def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
@@ -179,7 +212,9 @@ class Lines:
                 node = found[1]
                 if node is None:
                     break
-                if node[3]:
+                if node[0] < 0:
+                    located = _flow_child(text, node, part, self._flows)
+                elif node[3]:
                     located = (
                         _item(text, node, part, self._items.setdefault(node[0], []))
                         if type(part) is int else None
@@ -227,6 +262,9 @@ def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
         return at, _belonging(line, column, indentless=True)
     empty = _NO_VALUE.match(text, colon)
     if empty is None:
+        flow = _FLOW_START.match(text, colon)
+        if flow is not None:
+            return at, (-1, -1, flow.start(1), flow[1] == "[")
         return at, None  # a scalar, `[]` or `{}`
     return at, _collection(text, empty.end() - 1, column, indentless=True)
 
@@ -244,6 +282,8 @@ def _item(
     spaces = _SPACES.match(text, pos)
     content = spaces.end() if spaces is not None else pos
     if text[content] not in "#\n":
+        if text[content] in "[{":  # a flow collection (`_FLOW`), or `[]`, `{}`
+            return content, (-1, -1, content, text[content] == "[")
         if _ENTRY.match(text, content) is None:
             return content, None  # a scalar item
         begin = text.rfind("\n", 0, pos)
@@ -269,6 +309,52 @@ def _find_items(text: str, node: _Node, index: int, known: list[int]) -> bool:
             continue  # not a dash that starts an item (`-\t`): neither an item nor the end
         known.append(pos)
     return True
+
+
+def _flow_child(
+    text: str, node: _Node, part: Segment, known: dict[int, dict[str, int] | list[int]]
+) -> tuple[int, _Node | None] | None:
+    """Member `part` of the one-line flow collection `node` (its key), or its item
+    `part`; its children are scalars (`_FLOW`). Each collection is read once."""
+    at = node[2]
+    children = known.get(at)
+    if children is None:
+        children = known[at] = _flow_children(text, at)
+    found: int | None = None
+    if isinstance(children, dict):
+        found = children.get(part) if isinstance(part, str) else None
+    elif isinstance(part, int) and 0 <= part < len(children):
+        found = children[part]
+    return None if found is None else (found, None)
+
+
+def _flow_children(text: str, at: int) -> dict[str, int] | list[int]:
+    """Where the members (their keys) or items of the flow collection at `at` start."""
+    members: dict[str, int] = {}
+    items: list[int] = []
+    is_map = text[at] == "{"
+    pos = _past(_FLOW_BLANKS, text, at + 1)
+    while text[pos] not in "]}":
+        if is_map:
+            member = _FLOW_MEMBER.match(text, pos)
+            if member is None:
+                break  # cannot happen in a text `load` accepted
+            members[_unquote(member[1])] = pos
+            value = member.end()
+        else:
+            items.append(pos)
+            value = pos
+        pos = _past(_FLOW_VALUE, text, value)
+        if text[pos] != ",":
+            break  # the closing bracket (a text `load` accepted has nothing else here)
+        pos = _past(_FLOW_BLANKS, text, pos + 1)
+    return members if is_map else items
+
+
+def _past(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """The end of `pattern` (which may match nothing) at `pos`."""
+    found = pattern.match(text, pos)
+    return found.end() if found is not None else pos
 
 
 def _unquote(key: str) -> str:
@@ -341,6 +427,8 @@ def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
             return None  # a repeated key: the value has the last, or `load` refuses it
         found[entry[1]] = _WORD_VALUE.fullmatch(entry[2])
         if entry[1] == "metadata":
+            if _FLOW_START.match(entry[2]) is not None:
+                return None  # a flow collection (`_FLOW`): its value tells
             meta_end = entry.end()
     api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
     if api_version is None or kind is None or not wanted(kind):
