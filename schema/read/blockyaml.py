@@ -84,22 +84,45 @@ _FLOW_SCALAR = (
     rf"[^{_BAD}:,\[\]{{}}#?]*+"
     r")(?=[ ]*+[,\]}])[ ]*+"
 )
+# Each collection written with its scalar (and key) pattern once: the grammar's
+# compile time grows with its length.
 _FLOW = (
-    rf"(?:\{{[ ]*+(?:{_FLOW_KEY}:[ ]++{_FLOW_SCALAR}(?:,[ ]*+{_FLOW_KEY}:[ ]++{_FLOW_SCALAR})*+)?+\}}"
-    rf"|\[[ ]*+(?:{_FLOW_SCALAR}(?:,[ ]*+{_FLOW_SCALAR})*+)?+\])(?=[ \t\n]|\Z){_TAIL}"
+    rf"(?:\{{[ ]*+(?:{_FLOW_KEY}:[ ]++{_FLOW_SCALAR}(?:,[ ]*+(?!\}})|(?=\}})))*+\}}"
+    rf"|\[[ ]*+(?:{_FLOW_SCALAR}(?:,[ ]*+(?!\])|(?=\])))*+\])(?=[ \t\n]|\Z){_TAIL}"
 )
-# Plain first, as most values are: none of the three can start with the same character.
-_VALUE = rf"(?:{_PLAIN}|{_SCALAR}|{_FLOW})"
-_ENTRY_LINE = rf"{_KEY}:(?:[ ]++{_VALUE}|{_TAIL})"
-_LINE = (
-    rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
-    rf"|[ ]*+(?:-(?:[ ]++(?:{_ENTRY_LINE}|{_VALUE})|{_TAIL})"  # `- key: value`, `- value`, `-`
-    rf"|{_ENTRY_LINE}"  # `key: value`, `key:`
-    r"|(?:#[^\n]*+)?))"  # a comment, a blank line
-)
-# Each line followed by a break or the end: `_LINE` written once, so that compiling
+
+
+def _line(value: str) -> str:
+    """A line of plain block YAML whose values match `value`."""
+    entry = rf"{_KEY}:(?:[ ]++{value}|{_TAIL})"
+    return (
+        rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
+        rf"|[ ]*+(?:-(?:[ ]++(?:{entry}|{value})|{_TAIL})"  # `- key: value`, `- value`, `-`
+        rf"|{entry}"  # `key: value`, `key:`
+        r"|(?:#[^\n]*+)?))"  # a comment, a blank line
+    )
+
+
+# Plain first, as most values are: none of these can start with the same character.
+# Each line followed by a break or the end: the line written once, so that compiling
 # the grammar (at every start) takes half the time `(?:LINE\n)*+LINE` would.
-_BLOCK = re.compile(rf"(?:{_LINE}(?:\n|\Z))*+")
+_BLOCK = re.compile(rf"(?:{_line(rf'(?:{_PLAIN}|{_SCALAR})')}(?:\n|\Z))*+")
+# A flow collection where a value starts (after `key: ` or `- `), not `[]` or `{}`.
+_FLOW_OPEN = re.compile(r"[:-][ ]++[\[{](?![ ]*+[\]}])")
+
+
+@lru_cache(maxsize=1)
+def _block_with_flow() -> re.Pattern[str]:
+    """`_BLOCK` with one-line flow collections as values too: compiled only for an input
+    that has them, as it takes several times `_BLOCK`'s compile time."""
+    return re.compile(rf"(?:{_line(rf'(?:{_PLAIN}|{_SCALAR}|{_FLOW})')}(?:\n|\Z))*+")
+
+
+def plain_block(text: str) -> bool:
+    """Whether every line of the text is in the grammar (`_BLOCK`, flow values allowed)."""
+    if _BLOCK.fullmatch(text) is not None:
+        return True
+    return _FLOW_OPEN.search(text) is not None and _block_with_flow().fullmatch(text) is not None
 
 
 def load(text: str) -> Any | None:
@@ -107,7 +130,7 @@ def load(text: str) -> Any | None:
 
     A None sends the caller to `yamlevents`, which reads any YAML and reports errors.
     """
-    if "\r" in text or _BLOCK.fullmatch(text) is None:
+    if "\r" in text or not plain_block(text):
         return None
     try:
         return yaml_rs.loads(
@@ -164,10 +187,15 @@ collection has -1 for the first two and its opening bracket's offset for the thi
 
 # After a key's colon: a flow collection that is not empty (its opening bracket).
 _FLOW_START = re.compile(r"[ ]++([\[{])(?![ ]*+[\]}])")
-# In a flow collection (`_FLOW`): a key up to its value, and a scalar with its blanks.
-_FLOW_MEMBER = re.compile(rf"({_FLOW_KEY}):[ ]++")
-_FLOW_VALUE = re.compile(rf"(?:{_DOUBLE}|{_SINGLE}|[^,\]}}]*+)[ ]*+")
 _FLOW_BLANKS = re.compile(r"[ ]*+")
+
+
+@lru_cache(maxsize=1)
+def _flow_steps() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """In a flow collection (`_FLOW`): a key up to its value, and a scalar with its
+    blanks. Compiled on first use: most inputs have no flow collection."""
+    return (re.compile(rf"({_FLOW_KEY}):[ ]++"),
+            re.compile(rf"(?:{_DOUBLE}|{_SINGLE}|[^,\]}}]*+)[ ]*+"))
 
 
 _Found = tuple[int, "_Node | None", dict[Segment, "_Found"]]
@@ -332,11 +360,12 @@ def _flow_children(text: str, at: int) -> dict[str, int] | list[int]:
     """Where the members (their keys) or items of the flow collection at `at` start."""
     members: dict[str, int] = {}
     items: list[int] = []
+    member_step, value_step = _flow_steps()
     is_map = text[at] == "{"
     pos = _past(_FLOW_BLANKS, text, at + 1)
     while text[pos] not in "]}":
         if is_map:
-            member = _FLOW_MEMBER.match(text, pos)
+            member = member_step.match(text, pos)
             if member is None:
                 break  # cannot happen in a text `load` accepted
             members[_unquote(member[1])] = pos
@@ -344,7 +373,7 @@ def _flow_children(text: str, at: int) -> dict[str, int] | list[int]:
         else:
             items.append(pos)
             value = pos
-        pos = _past(_FLOW_VALUE, text, value)
+        pos = _past(value_step, text, value)
         if text[pos] != ",":
             break  # the closing bracket (a text `load` accepted has nothing else here)
         pos = _past(_FLOW_BLANKS, text, pos + 1)
@@ -433,7 +462,7 @@ def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
     api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
     if api_version is None or kind is None or not wanted(kind):
         return None
-    if _QUOTED_OR_ODD_TOP.search(lined) is not None or _BLOCK.fullmatch(text) is None:
+    if _QUOTED_OR_ODD_TOP.search(lined) is not None or not plain_block(text):
         return None
     meta = _metadata(lined, found["metadata"], meta_end) if "metadata" in found else {}
     if meta is None:
