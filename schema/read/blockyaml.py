@@ -10,9 +10,10 @@ two differ on some plain scalars (`yes`, `on`, `0777`, `1_000`, `1:20`, `1e3`, â
 document takes this path only when every line matches `_BLOCK`, a grammar whose plain
 scalars mean the same in both: keys are identifiers or simply quoted, values are
 strings that start with a letter (and are not YAML 1.1 booleans), decimal numbers,
-one-line quoted strings, `~`, `[]` or `{}`. Anything else (flow collections, block
-scalars, anchors, tags, multi-line quoted strings, other characters libyaml refuses,
-duplicate keys) goes to `yamlevents`, which also gives the precise error for a
+one-line quoted strings, `~`, `[]`, `{}`, or a one-line flow collection of such
+scalars (`_FLOW`, as PyYAML writes the innermost collections). Anything else (nested
+or multi-line flow collections, block scalars, anchors, tags, multi-line quoted
+strings, other characters libyaml refuses, duplicate keys) goes to `yamlevents`, which also gives the precise error for a
 document that does not parse. `tests/schema/test_blockyaml.py` checks both halves
 against `yamlevents`: same values, same positions.
 """
