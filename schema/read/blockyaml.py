@@ -10,9 +10,10 @@ two differ on some plain scalars (`yes`, `on`, `0777`, `1_000`, `1:20`, `1e3`, â
 document takes this path only when every line matches `_BLOCK`, a grammar whose plain
 scalars mean the same in both: keys are identifiers or simply quoted, values are
 strings that start with a letter (and are not YAML 1.1 booleans), decimal numbers,
-one-line quoted strings, `~`, `[]` or `{}`. Anything else (flow collections, block
-scalars, anchors, tags, multi-line quoted strings, other characters libyaml refuses,
-duplicate keys) goes to `yamlevents`, which also gives the precise error for a
+one-line quoted strings, `~`, `[]`, `{}`, or a one-line flow collection of such
+scalars (`_FLOW`, as PyYAML writes the innermost collections). Anything else (nested
+or multi-line flow collections, block scalars, anchors, tags, multi-line quoted
+strings, other characters libyaml refuses, duplicate keys) goes to `yamlevents`, which also gives the precise error for a
 document that does not parse. `tests/schema/test_blockyaml.py` checks both halves
 against `yamlevents`: same values, same positions.
 """
@@ -64,18 +65,65 @@ _PLAIN = (
     rf"(?:[A-MP-XZa-mp-xz_/]|(?!{_BOOL11}(?:[ \t#\n]|\Z))[NOYnoy])"
     rf"[^{_BAD}:]*+(?::[^ \t{_BAD}:][^{_BAD}:]*+)*+"
 )
-# Plain first, as most values are: the two cannot start with the same character.
-_VALUE = rf"(?:{_PLAIN}|{_SCALAR})"
-_ENTRY_LINE = rf"{_KEY}:(?:[ ]++{_VALUE}|{_TAIL})"
-_LINE = (
-    rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
-    rf"|[ ]*+(?:-(?:[ ]++(?:{_ENTRY_LINE}|{_VALUE})|{_TAIL})"  # `- key: value`, `- value`, `-`
-    rf"|{_ENTRY_LINE}"  # `key: value`, `key:`
-    r"|(?:#[^\n]*+)?))"  # a comment, a blank line
+# A one-line flow collection of scalars (`labels: {app: x}`, `- {name: a, count: 1}`,
+# `requests: [a, b]`), as PyYAML writes the innermost collections by default: its plain
+# scalars stop at `,`, brackets, `:`, `#` and `?` (where libyaml's may stop in a flow),
+# and mean the same in both versions for the reasons `_PLAIN` gives; keys are names or
+# quoted. No nesting, no line breaks: the positions below read it from its one line.
+_FLOW_KEY = (
+    rf"(?:(?:[A-EG-MP-SU-XZa-eg-mp-su-xz_]|(?!{_KEYWORD}:)[FNOTYfnoty])[A-Za-z0-9_./-]*+"
+    rf"|\"[^\"\\{_BAD}]*+\"|'[^'{_BAD}]*+')"
 )
-# Each line followed by a break or the end: `_LINE` written once, so that compiling
+_DOUBLE = rf'"[^"\\{_BAD}]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{{4}})[^"\\{_BAD}]*+)*+"'
+_SINGLE = rf"'[^'{_BAD}]*+(?:''[^'{_BAD}]*+)*+'"
+_FLOW_SCALAR = (
+    rf"(?:~|{_DOUBLE}|{_SINGLE}"
+    r"|-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|[0-9]++(?:\.[0-9]++)?+(?:[KMGTPE]i|[numkMGTPE])"
+    rf"|(?:[A-MP-XZa-mp-xz_/]|(?![ ]*+{_BOOL11}[ ]*+[,\]}}])[NOYnoy])"
+    rf"[^{_BAD}:,\[\]{{}}#?]*+"
+    r")(?=[ ]*+[,\]}])[ ]*+"
+)
+# Each collection written with its scalar (and key) pattern once: the grammar's
+# compile time grows with its length.
+_FLOW = (
+    rf"(?:\{{[ ]*+(?:{_FLOW_KEY}:[ ]++{_FLOW_SCALAR}(?:,[ ]*+(?!\}})|(?=\}})))*+\}}"
+    rf"|\[[ ]*+(?:{_FLOW_SCALAR}(?:,[ ]*+(?!\])|(?=\])))*+\])(?=[ \t\n]|\Z){_TAIL}"
+)
+
+
+def _line(value: str) -> str:
+    """A line of plain block YAML whose values match `value`."""
+    entry = rf"{_KEY}:(?:[ ]++{value}|{_TAIL})"
+    return (
+        rf"(?:(?:---|\.\.\.){_TAIL}"  # document markers
+        rf"|[ ]*+(?:-(?:[ ]++(?:{entry}|{value})|{_TAIL})"  # `- key: value`, `- value`, `-`
+        rf"|{entry}"  # `key: value`, `key:`
+        r"|(?:#[^\n]*+)?))"  # a comment, a blank line
+    )
+
+
+# Plain first, as most values are: none of these can start with the same character.
+# Each line followed by a break or the end: the line written once, so that compiling
 # the grammar (at every start) takes half the time `(?:LINE\n)*+LINE` would.
-_BLOCK = re.compile(rf"(?:{_LINE}(?:\n|\Z))*+")
+_BLOCK = re.compile(rf"(?:{_line(rf'(?:{_PLAIN}|{_SCALAR})')}(?:\n|\Z))*+")
+# A flow collection where a value starts (after `key: ` or `- `), not `[]` or `{}`.
+_FLOW_OPEN = re.compile(r"[:-][ ]++[\[{](?![ ]*+[\]}])")
+
+
+@lru_cache(maxsize=1)
+def _block_with_flow() -> re.Pattern[str]:
+    """`_BLOCK` with one-line flow collections as values too: compiled only for an input
+    that has them, as it takes several times `_BLOCK`'s compile time."""
+    return re.compile(rf"(?:{_line(rf'(?:{_PLAIN}|{_SCALAR}|{_FLOW})')}(?:\n|\Z))*+")
+
+
+def plain_block(text: str) -> bool:
+    """Whether every line of the text is in the grammar (`_BLOCK`, flow values allowed)."""
+    if _BLOCK.fullmatch(text) is not None:
+        return True
+    return _FLOW_OPEN.search(text) is not None and _block_with_flow().fullmatch(text) is not None
 
 
 def load(text: str) -> Any | None:
@@ -83,7 +131,7 @@ def load(text: str) -> Any | None:
 
     A None sends the caller to `yamlevents`, which reads any YAML and reports errors.
     """
-    if "\r" in text or _BLOCK.fullmatch(text) is None:
+    if "\r" in text or not plain_block(text):
         return None
     try:
         return yaml_rs.loads(
@@ -135,7 +183,20 @@ def _indented_at_most(column: int) -> re.Pattern[str]:
 
 _Node = tuple[int, int, int, bool]
 """A collection: the line break before its first line, its column (of its keys or its
-dashes), the offset where it starts, and whether it is a list."""
+dashes), the offset where it starts, and whether it is a list. A one-line flow
+collection has -1 for the first two and its opening bracket's offset for the third."""
+
+# After a key's colon: a flow collection that is not empty (its opening bracket).
+_FLOW_START = re.compile(r"[ ]++([\[{])(?![ ]*+[\]}])")
+_FLOW_BLANKS = re.compile(r"[ ]*+")
+
+
+@lru_cache(maxsize=1)
+def _flow_steps() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """In a flow collection (`_FLOW`): a key up to its value, and a scalar with its
+    blanks. Compiled on first use: most inputs have no flow collection."""
+    return (re.compile(rf"({_FLOW_KEY}):[ ]++"),
+            re.compile(rf"(?:{_DOUBLE}|{_SINGLE}|[^,\]}}]*+)[ ]*+"))
 
 
 _Found = tuple[int, "_Node | None", dict[Segment, "_Found"]]
@@ -154,13 +215,14 @@ class Lines:
     reads the list once, not once per item.
     """
 
-    __slots__ = ("_items", "_lines", "_top", "text")
+    __slots__ = ("_flows", "_items", "_lines", "_top", "text")
 
     def __init__(self, text: str) -> None:
         # Every line, the first and the last too, then sits between two line breaks.
         self.text = "\n" + text + "\n"
         self._top: _Found | None = None
         self._items: dict[int, list[int]] = {}
+        self._flows: dict[int, dict[str, int] | list[int]] = {}
         self._lines = LineIndex(self.text)
 
     def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
@@ -179,7 +241,9 @@ class Lines:
                 node = found[1]
                 if node is None:
                     break
-                if node[3]:
+                if node[0] < 0:
+                    located = _flow_child(text, node, part, self._flows)
+                elif node[3]:
                     located = (
                         _item(text, node, part, self._items.setdefault(node[0], []))
                         if type(part) is int else None
@@ -227,6 +291,9 @@ def _entry(text: str, node: _Node, key: str) -> tuple[int, _Node | None] | None:
         return at, _belonging(line, column, indentless=True)
     empty = _NO_VALUE.match(text, colon)
     if empty is None:
+        flow = _FLOW_START.match(text, colon)
+        if flow is not None:
+            return at, (-1, -1, flow.start(1), flow[1] == "[")
         return at, None  # a scalar, `[]` or `{}`
     return at, _collection(text, empty.end() - 1, column, indentless=True)
 
@@ -244,6 +311,8 @@ def _item(
     spaces = _SPACES.match(text, pos)
     content = spaces.end() if spaces is not None else pos
     if text[content] not in "#\n":
+        if text[content] in "[{":  # a flow collection (`_FLOW`), or `[]`, `{}`
+            return content, (-1, -1, content, text[content] == "[")
         if _ENTRY.match(text, content) is None:
             return content, None  # a scalar item
         begin = text.rfind("\n", 0, pos)
@@ -269,6 +338,53 @@ def _find_items(text: str, node: _Node, index: int, known: list[int]) -> bool:
             continue  # not a dash that starts an item (`-\t`): neither an item nor the end
         known.append(pos)
     return True
+
+
+def _flow_child(
+    text: str, node: _Node, part: Segment, known: dict[int, dict[str, int] | list[int]]
+) -> tuple[int, _Node | None] | None:
+    """Member `part` of the one-line flow collection `node` (its key), or its item
+    `part`; its children are scalars (`_FLOW`). Each collection is read once."""
+    at = node[2]
+    children = known.get(at)
+    if children is None:
+        children = known[at] = _flow_children(text, at)
+    found: int | None = None
+    if isinstance(children, dict):
+        found = children.get(part) if isinstance(part, str) else None
+    elif isinstance(part, int) and 0 <= part < len(children):
+        found = children[part]
+    return None if found is None else (found, None)
+
+
+def _flow_children(text: str, at: int) -> dict[str, int] | list[int]:
+    """Where the members (their keys) or items of the flow collection at `at` start."""
+    members: dict[str, int] = {}
+    items: list[int] = []
+    member_step, value_step = _flow_steps()
+    is_map = text[at] == "{"
+    pos = _past(_FLOW_BLANKS, text, at + 1)
+    while text[pos] not in "]}":
+        if is_map:
+            member = member_step.match(text, pos)
+            if member is None:
+                break  # cannot happen in a text `load` accepted
+            members[_unquote(member[1])] = pos
+            value = member.end()
+        else:
+            items.append(pos)
+            value = pos
+        pos = _past(value_step, text, value)
+        if text[pos] != ",":
+            break  # the closing bracket (a text `load` accepted has nothing else here)
+        pos = _past(_FLOW_BLANKS, text, pos + 1)
+    return members if is_map else items
+
+
+def _past(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """The end of `pattern` (which may match nothing) at `pos`."""
+    found = pattern.match(text, pos)
+    return found.end() if found is not None else pos
 
 
 def _unquote(key: str) -> str:
@@ -303,6 +419,7 @@ _WORD_VALUE = re.compile(rf"[ \t]++{_WORD}|[ \t]*+(?:#[^\n]*+)?+")
 _QUOTED_OR_ODD_TOP = re.compile(r"\n[\"'?&*!|>%@`{\[]")
 _BELOW = re.compile(r"\n(?:[ \t]*+(?:#[^\n]*+)?+\n)*+( ++)[^ \n]")
 _TOP_LINE = re.compile(r"\n[^ \n#]")
+_KIND_LINE = re.compile(r"\nkind:(?:[ \t]++([A-Za-z_][A-Za-z0-9_./-]*+)[ \t]*+(?:#[^\n]*+)?+\n)?")
 _WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
@@ -324,6 +441,12 @@ def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
     scan of its lines at column 0 and nothing more.
     """
     lined = "\n" + text + "\n"
+    # The first `kind:` line at column 0 settles most documents (lint's claims): when
+    # its word is not wanted, the answer is None whatever the rest says (a None only
+    # means "read the value"), so the other lines are not scanned.
+    first_kind = _KIND_LINE.search(lined)
+    if first_kind is not None and first_kind[1] is not None and not wanted(first_kind[1]):
+        return None
     first = _CONTENT_LINE.search(lined)
     if first is None or first.end(1) != first.start(1) or first.start(2) >= 0:
         return None  # the top node is not a mapping at column 0
@@ -334,11 +457,13 @@ def peek(text: str, wanted: Callable[[str], bool]) -> Head | None:
             return None  # a repeated key: the value has the last, or `load` refuses it
         found[entry[1]] = _WORD_VALUE.fullmatch(entry[2])
         if entry[1] == "metadata":
+            if _FLOW_START.match(entry[2]) is not None:
+                return None  # a flow collection (`_FLOW`): its value tells
             meta_end = entry.end()
     api_version, kind = _word(found.get("apiVersion")), _word(found.get("kind"))
     if api_version is None or kind is None or not wanted(kind):
         return None
-    if _QUOTED_OR_ODD_TOP.search(lined) is not None or _BLOCK.fullmatch(text) is None:
+    if _QUOTED_OR_ODD_TOP.search(lined) is not None or not plain_block(text):
         return None
     meta = _metadata(lined, found["metadata"], meta_end) if "metadata" in found else {}
     if meta is None:

@@ -110,17 +110,18 @@ def _strings_in_value(value: Any) -> int:
 def _duplicates(text: str) -> list[Duplicate]:
     """Walk a text that decoded: each repeated key with both of its places."""
     lines = LineIndex(text)
+    closers = _closers(text)
     found: list[Duplicate] = []
     pending: list[tuple[int, tuple[Segment, ...]]] = [(_skip(text, 0), ())]
     while pending:
         at, path = pending.pop()
         if text[at] == "[":
-            pending.extend((item, (*path, k)) for k, item in enumerate(_read_items(text, at)))
+            pending.extend((item, (*path, k)) for k, item in enumerate(_read_items(text, at, closers)))
             continue
         if text[at] != "{":
             continue
         seen: dict[str, int] = {}
-        for key, key_at, value_at in _read_members(text, at):
+        for key, key_at, value_at in _read_members(text, at, closers):
             if key in seen:
                 (l1, c1), (l2, c2) = lines.line_column(seen[key]), lines.line_column(key_at)
                 found.append(Duplicate((*path, key), l1, c1, l2, c2))
@@ -167,12 +168,13 @@ def _replace(value: Any) -> Any:
 
 # --- positions -----------------------------------------------------------------------------
 # Lint places the findings of a JSON document in its text. The text is valid JSON (it
-# was decoded), so the members of an object and the items of an array are found by
-# decoding them one after the other from where the collection starts, with the C
-# decoder's public `raw_decode`; only the collections on a path asked for are read,
-# each once (its children's offsets are remembered).
+# was decoded), so the members of an object and the items of an array are found one
+# after the other from where the collection starts, each value skipped in one step: a
+# string or scalar by a pattern, a collection by its closing bracket (all of a text's
+# brackets are paired in one pass, `_closers`, the first time a node is asked for).
+# Only the collections on a path asked for are read, each once (its children's
+# offsets are remembered).
 
-_DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*+")
 
 
@@ -192,13 +194,14 @@ class Nodes:
     character, as libyaml places them when it reads JSON as YAML.
     """
 
-    __slots__ = ("_children", "_lines", "_pad", "text")
+    __slots__ = ("_children", "_closers", "_lines", "_pad", "text")
 
     def __init__(self, text: str, pad: int = 0) -> None:
         """`pad`: the column where the text starts on its first line."""
         self.text = text
         self._pad = pad
         self._children: dict[int, _Children | None] = {}
+        self._closers: dict[int, int] | None = None
         self._lines = LineIndex(text)
 
     def walk(self, parts: Sequence[Segment]) -> tuple[int, int, int]:
@@ -220,9 +223,11 @@ class Nodes:
 
     def _read(self, at: int) -> _Children | None:
         if at not in self._children:
+            if self._closers is None:
+                self._closers = _closers(self.text)
             try:
-                self._children[at] = _read_collection(self.text, at)
-            except (ValueError, RecursionError):  # nested too deeply for the decoder
+                self._children[at] = _read_collection(self.text, at, self._closers)
+            except (ValueError, KeyError, IndexError):  # cannot happen in a text that decoded
                 self._children[at] = None
         return self._children[at]
 
@@ -232,7 +237,7 @@ _MEMBER = re.compile(r'"([^"\\]*+(?:\\.[^"\\]*+)*+)"[ \t\n\r]*+:[ \t\n\r]*+')
 _AFTER = re.compile(r"[ \t\n\r]*+,?[ \t\n\r]*+")
 
 
-def _read_members(text: str, at: int) -> list[tuple[str, int, int]]:
+def _read_members(text: str, at: int, closers: dict[int, int]) -> list[tuple[str, int, int]]:
     """Each member of the object at `at`, repeats included: key, key offset, value offset."""
     out: list[tuple[str, int, int]] = []
     pos = _skip(text, at + 1)
@@ -242,18 +247,18 @@ def _read_members(text: str, at: int) -> list[tuple[str, int, int]]:
             raise ValueError("not a member")  # cannot happen in a text that decoded
         key = member[1] if "\\" not in member[1] else loads(f'"{member[1]}"')
         out.append((key, pos, member.end()))
-        _, end = _DECODER.raw_decode(text, member.end())
+        end = _value_end(text, member.end(), closers)
         after = _AFTER.match(text, end)
         pos = after.end() if after is not None else end
     return out
 
 
-def _read_items(text: str, at: int) -> list[int]:
-    items = _read_collection(text, at)
+def _read_items(text: str, at: int, closers: dict[int, int]) -> list[int]:
+    items = _read_collection(text, at, closers)
     return items if isinstance(items, list) else []
 
 
-def _read_collection(text: str, at: int) -> _Children | None:
+def _read_collection(text: str, at: int, closers: dict[int, int]) -> _Children | None:
     """The members or items of the collection starting at `at`; None for a scalar."""
     opener = text[at]
     if opener not in "{[":
@@ -274,7 +279,47 @@ def _read_collection(text: str, at: int) -> _Children | None:
         else:
             value = pos
             items.append(value)
-        _, end = _DECODER.raw_decode(text, value)
-        after = _AFTER.match(text, end)
-        pos = after.end() if after is not None else end
+        after = _AFTER.match(text, _value_end(text, value, closers))
+        if after is None:
+            raise ValueError("no value end")  # cannot happen: `_AFTER` matches anywhere
+        pos = after.end()
     return members if opener == "{" else items
+
+
+# A JSON text's brackets, each found past the strings and scalars before it: the loop
+# over them runs once per bracket, and the rest is skipped at the engine's speed. The
+# last match runs to the end (`\Z`, no bracket), so that no search starts again past
+# a match, inside a string.
+_BRACKET = re.compile(
+    r'[^"\[\]{}]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^"\[\]{}]*+)*+([\[\]{}]|\Z)')
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+_LITERAL = re.compile(r"[^,\]} \t\n\r]*+")  # a number, true, false, null
+
+
+def _closers(text: str) -> dict[int, int]:
+    """Where each collection of a decoded text ends: its opening offset → its closing one.
+
+    One pass over the text, so that reading a collection's members skips each value in
+    one step (a nested one by its closer, not by decoding it again at every depth).
+    """
+    closers: dict[int, int] = {}
+    opened: list[int] = []
+    for bracket in _BRACKET.finditer(text):
+        if not bracket[1]:
+            break
+        if bracket[1] in "{[":
+            opened.append(bracket.start(1))
+        else:
+            closers[opened.pop()] = bracket.start(1)
+    return closers
+
+
+def _value_end(text: str, at: int, closers: dict[int, int]) -> int:
+    """The offset just past the value that starts at `at`."""
+    first = text[at]
+    if first in "{[":
+        return closers[at] + 1
+    scalar = (_STRING if first == '"' else _LITERAL).match(text, at)
+    if scalar is None:
+        raise ValueError("not a value")  # cannot happen in a text that decoded
+    return scalar.end()

@@ -95,7 +95,10 @@ def test_most_manifests_take_the_fast_path_and_agree() -> None:
         "a: 0b101\n", "a: .inf\n", "a: .5\n", "a: +12\n", "a: 2020-01-01\n", "a: 01\n",
         "1: x\n", "true: x\n", "null: x\n", "yes: x\n", "~: x\n", "a: &x b\nc: *x\n",
         "a: !!str 12\n", "<<: {a: 1}\n", "a: |\n  x\n", "a: >\n  x\n", 'a: "b\n  c"\n',
-        "a: b\n  c\n", "a: [1]\n", "a: {b: 1}\n", "a: b\na: c\n", "a:\tb\n", "a: b\r\nc: d\r\n",
+        "a: b\n  c\n", "a: [[1]]\n", "a: {b: {c: 1}}\n", "a: b\na: c\n",
+        "a: {b: yes}\n", "a: [ on ]\n", "a: {b: 0777}\n", "a: [1e3]\n", "a: {b: c: d}\n",
+        "a: {b: c:d}\n", "a: [a?b]\n", "a: {b: 1,}\n", "a: [1\n  , 2]\n", "a: {f:x: 1}\n",
+        "a: {b: &x c}\n", "a: [!!str 1]\n", "a: {? b}\n", "a: [b #c]\n", "a: {b: 1}x\n", "a:\tb\n", "a: b\r\nc: d\r\n",
         "\ufeffa: b\n", "a: b\x85c\n", "a: 'b\u2028c'\n", 'a: "\\x41"\n', "? a\n: b\n",
         "%YAML 1.1\n---\na: b\n", "--- a\n", "- - a\n", "a: -b\n", "a: b: c\n", "a: @b\n",
         "a: 12345678901234567890\n", "a: 1.0000000000000000001\n",
@@ -119,6 +122,11 @@ def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) ->
         "f:spec:\n  f:devices:\n    .: {}\n    f:requests: {}\n",
         'k:{"name":"gpu"}:\n  .: {}\n  f:count: {}\nv:"a": {}\ni:0: {}\n',
         "f: b\nf:a: 1\n", "uid: 00000000-5f3c-4e8f-a7b6-0123456789ab\nb: 9e8d7c6b-5a49-4382-a1b0-c9d8e7f6a5b4\n",
+        # one-line flow collections of scalars, as PyYAML writes the innermost ones
+        "a: [1]\n", "a: {b: 1}\n", "a: [x, 'y', \"z\", ~, -1.5, 80Gi]\n", "- [a, b]\n",
+        "a: {b: c, 'd': e, \"f\": 2} # c\n", "- {name: x, count: 2}\n- { }\n- [ ]\n",
+        '- cel: {expression: device.driver == "gpu.example.com"}\n', "a: {b: Yesterday}\n",
+        "a: { b: c }\nd: [ e , f ]\n", "a: {b: null, c: true, d: False}\n",
         # quantities, as ResourceSlice capacities write them
         "memory:\n  value: 80Gi\ncpu: 500m\nsize: 1.5G\nbig: 1E\nodd: 0777Ki\n",
     ],
@@ -163,21 +171,31 @@ class _IndentedDumper(yaml.SafeDumper):
     indent=st.sampled_from([2, 4]),
     indented_lists=st.booleans(),
     unicode=st.booleans(),
+    flow=st.booleans(),
 )
+@settings(deadline=None)
 def test_dumped_documents_agree_whenever_the_fast_path_takes_them(
-    value: dict[str, Any], indent: int, indented_lists: bool, unicode: bool
+    value: dict[str, Any], indent: int, indented_lists: bool, unicode: bool, flow: bool
 ) -> None:
+    """Block style, and PyYAML's default style (innermost collections in flow style)."""
     dumper = _IndentedDumper if indented_lists else yaml.SafeDumper
-    text = yaml.dump(value, Dumper=dumper, default_flow_style=False, sort_keys=False,
-                     indent=indent, allow_unicode=unicode, width=1000)
+    text = yaml.dump(value, Dumper=dumper, default_flow_style=None if flow else False,
+                     sort_keys=False, indent=indent, allow_unicode=unicode, width=1000)
     assert_agrees(text)
 
 
+# One-line flow collections whose scalars are tricky tokens, spaced in odd ways.
+_FLOW_TEXTS = st.one_of(
+    st.lists(st.tuples(_KEYS, _TRICKY), max_size=3).map(
+        lambda ms: "{" + ", ".join(f"{k}: {v}" for k, v in ms) + "}"),
+    st.lists(_TRICKY, max_size=3).map(lambda vs: "[" + " ,".join(vs) + " ]"),
+)
 _LINES = st.lists(
     st.tuples(
         st.sampled_from(["", "  ", "    ", "- ", "  - ", "    - ", "-   "]),
         st.one_of(_KEYS.map(lambda k: f"{k}:"), st.just("")),
-        st.one_of(_TRICKY, st.sampled_from(["x", "1", "-1", "1.5", "[]", "{}", "# c", ""])),
+        st.one_of(_TRICKY, st.sampled_from(["x", "1", "-1", "1.5", "[]", "{}", "# c", ""]),
+                  _FLOW_TEXTS),
     ).map(lambda t: f"{t[0]}{t[1]} {t[2]}".rstrip() if t[1] else f"{t[0]}{t[2]}".rstrip()),
     min_size=1, max_size=8,
 )
@@ -284,7 +302,8 @@ def test_heads_written_plainly_are_read(text: str, head: tuple[object, ...]) -> 
         "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  name: b\n",
         "apiVersion: v1\nkind: A\nmetadata:\n  \"name\": a\n",
         "apiVersion: v1\nkind: A\nmetadata:\n  name: null\n",
-        "apiVersion: v1\nkind: A\nspec: [1]\n", "- kind: A\n", "  kind: A\n",
+        "apiVersion: v1\nkind: A\nspec: [[1]]\n", "- kind: A\n", "  kind: A\n",
+        "apiVersion: v1\nkind: A\nmetadata: {name: a, namespace: b}\n",
         "apiVersion: v1\nkind: A\nx: |\n  kind: B\n", "apiVersion: v1\nkind: A\nx: &a b\n",
     ],
 )
@@ -305,11 +324,12 @@ def test_only_wanted_heads_are_read() -> None:
                          max_size=3),
     kind=st.one_of(st.sampled_from(["ConfigMap", "Deployment", "yes", "1"]), _TRICKY),
     indent=st.sampled_from([2, 4]),
+    flow=st.booleans(),
 )
 def test_dumped_heads_agree_whenever_they_are_read(
-    value: dict[str, Any], meta: dict[str, Any], kind: str, indent: int
+    value: dict[str, Any], meta: dict[str, Any], kind: str, indent: int, flow: bool
 ) -> None:
     document = {"apiVersion": "v1", "kind": kind, "metadata": meta, **value}
-    text = yaml.safe_dump(document, default_flow_style=False, sort_keys=False, indent=indent,
-                          width=1000)
+    text = yaml.safe_dump(document, default_flow_style=None if flow else False,
+                          sort_keys=False, indent=indent, width=1000)
     assert_head_agrees(text)

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -175,31 +176,23 @@ def test_json_nodes_of_a_repeated_key_are_the_last_ones() -> None:
     assert nodes.walk(("a", "b")) == (2, 1, 7)
 
 
-def test_json_nodes_read_each_collection_once() -> None:
-    """Placing every item of a long array decodes the array's items once, not per item."""
+def test_json_nodes_read_each_collection_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placing every item of a long array reads the array once, not once per item."""
+    read = jsondecode._read_collection
+    calls: list[int] = []
+
+    def counted(text: str, at: int, closers: dict[int, int]) -> object:
+        calls.append(at)
+        return read(text, at, closers)
+
+    monkeypatch.setattr(jsondecode, "_read_collection", counted)
     for n in (1_000, 4_000):
-        text = json.dumps({"items": [{"k": j} for j in range(n)]})
-        nodes = jsondecode.Nodes(text)
-        counted = _CountingDecoder()
-        original = jsondecode._DECODER
-        jsondecode._DECODER = counted
-        try:
-            for j in range(n):
-                assert nodes.walk(("items", j, "k"))[0] == 3
-        finally:
-            jsondecode._DECODER = original
-        # The top object, the array, then each item's members: a bounded number per item.
-        assert counted.calls <= 4 * n + 10, (n, counted.calls)
-
-
-class _CountingDecoder(json.JSONDecoder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    def raw_decode(self, s: str, idx: int = 0) -> tuple[object, int]:
-        self.calls += 1
-        return super().raw_decode(s, idx)
+        calls.clear()
+        nodes = jsondecode.Nodes(json.dumps({"items": [{"k": j} for j in range(n)]}))
+        for j in range(n):
+            assert nodes.walk(("items", j, "k"))[0] == 3
+        # The top object, the array, then each item's members once.
+        assert len(calls) == n + 2, (n, len(calls))
 
 
 # --- repeated keys: the counting test against the member hook ------------------------------

@@ -283,10 +283,14 @@ def test_jobs_give_the_same_results_in_order() -> None:
     docs = [
         f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c{i}}}\n"
         + ("x-errors: [[Invalid, metadata.name]]\n" if i % 3 == 0 else "")
+        + ("x-warnings: [[parent-reference, kind]]\n" if i % 5 == 0 else "")
         for i in range(300)
     ]
     text = "---\n".join(docs)
-    assert _check(text, jobs=2) == _check(text, jobs=1)
+    one = _check(text, jobs=1)
+    assert sum(bool(r.errors) for r in one) == 100 and sum(bool(r.warnings) for r in one) == 60
+    # Through the pool's wire form and back: the same records, paths as `FieldPath`s.
+    assert _check(text, jobs=2) == one
 
 
 def test_linting_plain_block_yaml_loads_only_what_it_needs(tmp_path: Path) -> None:
