@@ -1,0 +1,667 @@
+"""Edit a block YAML document as text: splice the parts that changed, keep every other byte.
+
+`yamledit` makes a ruamel round-trip document equal to a converted value; ruamel's
+pure-Python reader and writer are most of `convert`'s and `fix`'s time. This module
+does the same edit on the text: it reads the document's lines into a tree of spans
+(mappings, sequences, one-line values), walks it beside the new value, and writes
+each changed subtree in block style at the column where it lands, copying verbatim
+every line that did not change. It follows `yamledit.apply` step for step (same key
+order, same reuse of moved values, "donors"), so that both paths give the same value.
+
+It only does what it can be sure of, and says None otherwise (the caller then takes
+the ruamel path): a line it does not read (block scalars, anchors, aliases, tags,
+multi-line scalars or flow collections, tabs, complex keys, `- - x`), a tree that does
+not match the document's value, a new scalar it cannot write plainly or quoted on one
+line, a comment that would be lost. Last, the new text is read back (yaml-rs) and must
+give exactly the new value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml_rs
+
+from draguard.schema.read.sources import Chunk, Source, split_documents
+
+
+class _Unsure(Exception):
+    """Internal: the text path cannot be sure; `edit` returns None (the ruamel path)."""
+
+
+# A key as a plain word (what Kubernetes and label keys are) or simply quoted, then `:`
+# and a blank or the end of the line.
+_KEY = re.compile(r"""([A-Za-z0-9_][A-Za-z0-9_./-]*|"[^"\\\n]*"|'[^'\n]*')[ ]*:(?= |$)""")
+_DOUBLE = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SINGLE = re.compile(r"'(?:[^']|'')*'")
+_AFTER = re.compile(r" *(#.*)?$")  # what may follow a value: blanks and a comment
+_NOT_A_VALUE_START = frozenset("|>&*!%@`?")
+
+
+@dataclass(slots=True)
+class _Line:
+    """One line: its indentation, a dash, a key, an inline value and a comment (columns)."""
+
+    indent: int  # -1: blank or comment only
+    dash: bool = False
+    key: str | None = None
+    key_col: int = -1
+    colon: int = -1  # the column just past the key's colon
+    value: tuple[int, int] | None = None  # where the inline value's text starts and ends
+    comment: str = ""
+
+
+def _tokenize(text: str) -> list[_Line]:
+    """Every line's token: most in one pass of `_LINES`, the others by `_token`."""
+    tokens = []
+    for line in _LINES.finditer(text):
+        if line.start(8) >= 0:
+            tokens.append(_token(line[8]))
+        elif line.start(7) >= 0:
+            tokens.append(_Line(-1, comment=line[7]))
+        elif line.start(2) < 0 and line.start(3) < 0 and line.start(4) < 0:
+            if line.start(5) >= 0:
+                tokens.append(_token(line[0]))  # `#` right after the indentation
+            else:
+                tokens.append(_Line(-1))
+        else:
+            begin = line.start()
+            key_col = line.start(3) - begin if line.start(3) >= 0 else -1
+            token = _Line(line.end(1) - begin, line.start(2) >= 0, line[3], key_col,
+                          line.end(3) - begin + 1 if key_col >= 0 else -1)
+            if line.start(4) >= 0:
+                token.value = (line.start(4) - begin, line.end(4) - begin)
+            if line.start(5) >= 0:
+                if line.start(5) > 0 and line.string[line.start(5) - 1] != " ":
+                    token = _token(line[0])  # `#` inside a word: not a comment
+                else:
+                    token.comment = line[5]
+            tokens.append(token)
+    return tokens
+
+
+# Most lines: `[- ]key: value`, `[- ]key:`, `- value` with a plain value free of `#`,
+# `:`, quotes and brackets, a one-line quoted value, or a flow collection on its line
+# (two levels at most), then a comment; read in one match (`_token` reads the others).
+_Q = r"'(?:[^'\n]|'')*'" + r'|"(?:[^"\\\n]|\\.)*"'
+_FLOW1 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]|{_Q})*[\]}}]"""
+_FLOW2 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]|{_Q}|{_FLOW1})*[\]}}]"""
+_SIMPLE = re.compile(
+    r"( *)(?:(-) +)?(?:([A-Za-z_][A-Za-z0-9_./-]*):(?= |$) *)?"
+    rf"""([A-Za-z0-9_./][^#:'"{{}}\[\]\t\r\n]*?|{_Q}|{_FLOW2})? *(#.*)?"""
+)
+
+
+_LINES = re.compile(rf"^(?:{_SIMPLE.pattern}|( *)(#.*)|(.+))$", re.M)
+
+
+def _token(line: str) -> _Line:
+    stripped = line.lstrip(" ")
+    if not stripped or stripped[0] == "#":
+        return _Line(-1, comment=stripped)
+    indent = len(line) - len(stripped)
+    if "\t" in line or "\r" in line:
+        raise _Unsure("tab or carriage return")
+    token = _Line(indent)
+    pos = indent
+    if stripped[0] == "-" and (len(stripped) == 1 or stripped[1] == " "):
+        token.dash = True
+        pos = indent + 1
+        while pos < len(line) and line[pos] == " ":
+            pos += 1
+        if pos == len(line) or line[pos] == "#":
+            token.comment = line[pos:]
+            return token
+        if line[pos] == "-" and (pos + 1 == len(line) or line[pos + 1] == " "):
+            raise _Unsure("a sequence inside a sequence item on one line")
+    key = _KEY.match(line, pos)
+    if key is not None:
+        token.key, token.key_col, token.colon = _unquote(key[1]), pos, key.end()
+        pos = key.end()
+        while pos < len(line) and line[pos] == " ":
+            pos += 1
+        if pos == len(line) or line[pos] == "#":
+            token.comment = line[pos:]
+            return token
+    if line[pos] in "\"'{[":
+        end = _quoted_end(line, pos) if line[pos] in "\"'" else _flow_end(line, pos)
+    elif line[pos] in _NOT_A_VALUE_START or line.startswith(("---", "..."), pos):
+        raise _Unsure("block scalar, anchor, alias, tag or marker")
+    else:
+        hash_at = line.find(" #", pos)
+        end = len(line) if hash_at < 0 else hash_at
+        while line[end - 1] == " ":
+            end -= 1
+        if ": " in line[pos:end] or line[pos:end].endswith(":"):
+            raise _Unsure("a key this reader does not take")
+    rest = _AFTER.match(line, end)
+    if rest is None:
+        raise _Unsure("text after a value")
+    token.value, token.comment = (pos, end), rest[1] or ""
+    return token
+
+
+def _quoted_end(line: str, pos: int) -> int:
+    found = (_DOUBLE if line[pos] == '"' else _SINGLE).match(line, pos)
+    if found is None:
+        raise _Unsure("a quoted scalar over several lines")
+    return found.end()
+
+
+_FLOW_SPECIAL = re.compile(r"[\"'\[\]{}]| #")
+
+
+def _flow_end(line: str, pos: int) -> int:
+    """The end of a flow collection that closes on its line."""
+    depth, i = 0, pos
+    while (special := _FLOW_SPECIAL.search(line, i)) is not None:
+        c, i = special[0], special.end()
+        if c in "\"'":
+            i = _quoted_end(line, special.start())
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return i
+        else:
+            break  # a comment
+    raise _Unsure("a flow collection over several lines")
+
+
+def _unquote(key: str) -> str:
+    return key[1:-1] if key[0] in "\"'" else key
+
+
+# --- the tree ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Node:
+    """A value's text: `line` its first content line, `end` past its last one."""
+
+    kind: str  # "map", "seq", "inline", "null"
+    col: int
+    line: int
+    end: int = 0
+    compact: bool = False  # a mapping whose first key follows its item's dash
+    children: list[_Child] = field(default_factory=list)
+    value: Any = None
+
+
+@dataclass(slots=True)
+class _Child:
+    """A mapping entry (`key`) or a sequence item: its first line, content end, value."""
+
+    key: str | None
+    line: int
+    node: _Node
+    end: int = 0
+
+
+class _Tree:
+    """The tokenized lines of a document and its top node, bound to its value."""
+
+    def __init__(self, text: str, value: Any) -> None:
+        self.lines = text.split("\n")
+        self.tokens = _tokenize(text)
+        self.content = [i for i, t in enumerate(self.tokens) if t.indent >= 0]
+        self.pos = 0
+        root = self._value(-1, indentless=False)
+        if root is None or root.kind != "map" or self.pos != len(self.content):
+            raise _Unsure("not a block mapping this reader takes")
+        self.root = root
+        # The containers by kind and length, in document order (see `_Editor.donor`).
+        self.donors: dict[tuple[bool, int], list[_Node]] = {}
+        _bind(root, value, self.donors)
+
+    def _peek(self) -> _Line | None:
+        return self.tokens[self.content[self.pos]] if self.pos < len(self.content) else None
+
+    def _value(self, parent: int, *, indentless: bool) -> _Node | None:
+        token = self._peek()
+        if token is None:
+            return None
+        col = token.indent
+        if token.dash:
+            if col < parent or (col == parent and not indentless):
+                return None
+            return self._seq(col)
+        return self._map(col, compact=False) if col > parent else None
+
+    def _map(self, col: int, *, compact: bool) -> _Node:
+        node = _Node("map", col, self.content[self.pos], compact=compact)
+        while (token := self._peek()) is not None:
+            first = compact and not node.children
+            if not first and (token.dash or token.indent < col):
+                break
+            if (not first and token.indent > col) or token.key is None:
+                raise _Unsure("a line that is not an entry of its mapping")
+            line = self.content[self.pos]
+            self.pos += 1
+            node.children.append(_Child(token.key, line, self._entry_value(token, line, col)))
+            node.children[-1].end = node.end = self.content[self.pos - 1] + 1
+        return node
+
+    def _entry_value(self, token: _Line, line: int, col: int) -> _Node:
+        if token.value is not None:
+            return _Node("inline", token.value[0], line, line + 1)
+        child = self._value(col, indentless=True)
+        return child if child is not None else _Node("null", col, line, line + 1)
+
+    def _seq(self, col: int) -> _Node:
+        node = _Node("seq", col, self.content[self.pos])
+        while (token := self._peek()) is not None and token.dash and token.indent == col:
+            line = self.content[self.pos]
+            if token.key is not None:
+                child = self._map(token.key_col, compact=True)
+            else:
+                self.pos += 1
+                if token.value is not None:
+                    child = _Node("inline", token.value[0], line, line + 1)
+                else:
+                    nested = self._value(col, indentless=False)
+                    child = nested if nested is not None else _Node("null", col, line, line + 1)
+            node.children.append(_Child(None, line, child, self.content[self.pos - 1] + 1))
+            node.end = node.children[-1].end
+        if token is not None and token.indent > col:
+            raise _Unsure("a line that is not an item of its sequence")
+        return node
+
+
+def _bind(node: _Node, value: Any, donors: dict[tuple[bool, int], list[_Node]]) -> None:
+    """Give each node its part of the document's value (the shapes must agree), and file
+    the containers among `donors` by their kind and length."""
+    node.value = value
+    kind = node.kind
+    if kind == "map":
+        if not isinstance(value, dict) or list(value) != [c.key for c in node.children]:
+            raise _Unsure("keys differ from the value's")
+        donors.setdefault((True, len(value)), []).append(node)
+        for child in node.children:
+            _bind(child.node, value[child.key], donors)
+    elif kind == "seq":
+        if not isinstance(value, list) or len(value) != len(node.children):
+            raise _Unsure("items differ from the value's")
+        donors.setdefault((False, len(value)), []).append(node)
+        for child, item in zip(node.children, value, strict=True):
+            _bind(child.node, item, donors)
+    elif kind == "null":
+        if value is not None:
+            raise _Unsure("an empty node that is not null")
+    elif isinstance(value, dict | list) and value:  # a flow collection
+        donors.setdefault((isinstance(value, dict), len(value)), []).append(node)
+
+
+# --- values: equality, scalars ---------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, key order included, with 1, 1.0 and True told apart (as ruamel's nodes
+    keep them apart): `==` first, which fails fast on most pairs, then `repr`."""
+    return type(a) is type(b) and a == b and (
+        not isinstance(a, dict | list) or repr(a) == repr(b))
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./-]*")
+# Words a YAML 1.1 reader (kubectl's go-yaml, PyYAML) takes for booleans or null.
+_KEYWORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
+def _scalar(value: Any) -> str:
+    """One line of YAML that every reader (1.1 and 1.2) reads as `value`."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is not str:
+        raise _Unsure("a scalar this path does not write")
+    if _PLAIN.fullmatch(value) and value.lower() not in _KEYWORDS:
+        return value
+    if _UNPRINTABLE.search(value):
+        raise _Unsure("a character to escape")
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- the edit ---------------------------------------------------------------------------
+
+
+def _shift(line: str, delta: int) -> str:
+    if delta >= 0:
+        return " " * delta + line if line else line
+    cut = min(-delta, len(line) - len(line.lstrip(" ")))
+    return line[cut:]
+
+
+class _Editor:
+    def __init__(self, tree: _Tree, seq_offset: int) -> None:
+        self.tree = tree
+        self.lines = tree.lines
+        self.seq_offset = seq_offset
+
+    # -- donors: containers of the original by value (as `yamledit.Donors`) --
+    def donor(self, value: Any) -> _Node | None:
+        """The first node (in document order) whose value equals `value`, key order aside.
+
+        A value is compared with the containers of its kind and length only, by `==`
+        first (which takes 1 and True for equal), then by canonical JSON, as `Donors`."""
+        if not isinstance(value, dict | list) or not value:
+            return None
+        for node in self.tree.donors.get((isinstance(value, dict), len(value)), ()):
+            if node.value == value and _canonical(node.value) == _canonical(value):
+                return node
+        return None
+
+    def copy(self, node: _Node, col: int) -> list[str]:
+        """A container's lines (or one-line text) moved so that it starts at `col`."""
+        if node.kind == "inline":
+            token = self.tree.tokens[node.line]
+            assert token.value is not None
+            return [" " * col + self.lines[node.line][token.value[0] : token.value[1]]]
+        return self.copy_span(node.line, node.end, node.col, col)
+
+    def copy_span(self, start: int, end: int, old: int, col: int) -> list[str]:
+        delta = col - old
+        first = " " * col + self.lines[start][old:]
+        return [first] + [_shift(line, delta) for line in self.lines[start + 1 : end]]
+
+    # -- fresh values, written at a column --
+    def fresh(self, value: Any, col: int, entries: dict[tuple[str, str], tuple[_Child, int]]
+              ) -> tuple[str | None, list[str]]:
+        """`value` as one-line text, or as lines whose first content starts at `col`."""
+        donor = self.donor(value)
+        if donor is not None:
+            if donor.kind == "inline":
+                return self._inline_text(donor), []
+            return None, self.copy(donor, col)
+        if isinstance(value, dict) and value:
+            out: list[str] = []
+            for key, item in value.items():
+                found = entries.get((key, repr(item))) if entries else None
+                if found is not None:
+                    child, old_col = found
+                    out += self.copy_span(child.line, child.end, old_col, col)
+                else:
+                    out += self.fresh_entry(key, item, col)
+            return None, out
+        if isinstance(value, list) and value:
+            out = []
+            for item in value:
+                out += self.fresh_item(item, col)
+            return None, out
+        if isinstance(value, dict | list):
+            return ("{}" if isinstance(value, dict) else "[]"), []
+        return _scalar(value), []
+
+    def _inline_text(self, node: _Node) -> str:
+        token = self.tree.tokens[node.line]
+        assert token.value is not None
+        return self.lines[node.line][token.value[0] : token.value[1]]
+
+    def fresh_entry(self, key: str, value: Any, col: int) -> list[str]:
+        name = _scalar(key)
+        child = col + (self.seq_offset if isinstance(value, list) else 2)
+        text, lines = self.fresh(value, child, {})
+        if text is not None:
+            return [f"{' ' * col}{name}: {text}"]
+        return [f"{' ' * col}{name}:", *lines]
+
+    def fresh_item(self, value: Any, col: int) -> list[str]:
+        if isinstance(value, list) and value:
+            raise _Unsure("a sequence inside a sequence item")
+        text, lines = self.fresh(value, col + 2, {})
+        if text is not None:
+            return [f"{' ' * col}- {text}"]
+        first = lines[0]
+        return [first[:col] + "- " + first[col + 2 :], *lines[1:]]
+
+    # -- edits in place (as `yamledit.apply`) --
+    def edit_map(self, node: _Node, new: dict[str, Any], out: list[str], head: str) -> None:
+        """Write mapping `node` as `new`: kept keys in their order, new keys after their
+        predecessor in `new` (`yamledit._apply_map`), removed keys' lines dropped but the
+        comment lines between entries kept. `head`: a compact mapping's item dash."""
+        old = {c.key: c for c in node.children}
+        keys = [c.key for c in node.children if c.key in new]
+        previous: str | None = None
+        for key in new:
+            if key not in old:
+                keys.insert(0 if previous is None else keys.index(previous) + 1, key)
+            previous = key
+        entries = self._leaving(node, new)
+        gaps: dict[str | None, list[str]] = {}
+        carry: list[str] = []
+        previous_end = node.line
+        for child in node.children:
+            gap = self.lines[previous_end : child.line]
+            previous_end = child.end
+            if child.key in new:
+                gaps[child.key], carry = carry + gap, []
+            else:
+                carry += gap
+        mine: list[str] = []
+        for key in keys:
+            assert key is not None
+            mine += gaps.get(key, [])
+            found = old.get(key)
+            if found is None:
+                col = node.col + (self.seq_offset if isinstance(new[key], list) else 2)
+                text, lines = self.fresh(new[key], col, entries)
+                name = f"{' ' * node.col}{_scalar(key)}:"
+                mine += [f"{name} {text}"] if text is not None else [name, *lines]
+            else:
+                strip = node.compact and found is node.children[0] and keys[0] != key
+                self.edit_entry(found, new[key], mine, strip_dash=strip)
+        mine += carry
+        if node.compact and keys and keys[0] != node.children[0].key:
+            self._place_dash(head, mine)
+        out += mine
+
+    def _leaving(self, node: _Node, new: dict[str, Any]
+                 ) -> dict[tuple[str, str], tuple[_Child, int]]:
+        """Entries that leave mapping `node` (and those of a mapping that leaves), by key
+        and value: a new mapping here takes their lines, comments and all (v1beta1's flat
+        request fields moving into v1's `exactly:`, and back)."""
+        entries: dict[tuple[str, str], tuple[_Child, int]] = {}
+        for child in node.children:
+            if child.key in new:
+                continue
+            assert child.key is not None
+            entries[(child.key, repr(child.node.value))] = (child, node.col)
+            for grand in child.node.children if child.node.kind == "map" else []:
+                assert grand.key is not None
+                entries.setdefault((grand.key, repr(grand.node.value)),
+                                   (grand, child.node.col))
+        return entries
+
+    @staticmethod
+    def _place_dash(head: str, mine: list[str]) -> None:
+        """A compact mapping's first content line carries its item's dash (`head`)."""
+        for i, line in enumerate(mine):
+            if _token(line).indent >= 0:
+                if line[: len(head)].strip(" "):
+                    raise _Unsure("no room for the dash")
+                mine[i] = head + line[len(head) :]
+                return
+        raise _Unsure("an item left without content")
+
+    def edit_entry(self, child: _Child, new: Any, out: list[str], *, strip_dash: bool) -> None:
+        token = self.tree.tokens[child.line]
+        line = self.lines[child.line]
+        if strip_dash:  # the item's dash moves to the mapping's new first line
+            line = " " * token.key_col + line[token.key_col :]
+        node = child.node
+        if _same(node.value, new):
+            out += [line, *self.lines[child.line + 1 : child.end]]
+            return
+        block = node.kind in ("map", "seq")
+        if block and self.donor(new) is None and self._alike(node, new):
+            out += [line, *self.lines[child.line + 1 : node.line]]
+            self._edit_block(node, new, out)
+            return
+        col = token.key_col + (self.seq_offset if isinstance(new, list) else 2)
+        text, lines = self.fresh(new, col, {})
+        key_part = line[: token.colon]
+        if token.value is not None:
+            tail = line[token.value[1] :]
+        else:
+            tail = "  " + token.comment if token.comment else ""
+        out.append(key_part + (f" {text}" if text is not None else "") + tail)
+        if block:
+            out += self.lines[child.line + 1 : node.line]  # comment lines before the value
+        out += lines
+
+    @staticmethod
+    def _alike(node: _Node, new: Any) -> bool:
+        """A block node edited in place into `new`: a mapping into a dict, a list into a list."""
+        return (node.kind == "map" and isinstance(new, dict)) or (
+            node.kind == "seq" and isinstance(new, list))
+
+    def _edit_block(self, node: _Node, new: Any, out: list[str]) -> None:
+        if isinstance(new, dict):
+            self.edit_map(node, new, out, "")
+        else:
+            self.edit_seq(node, new, out)
+
+    def edit_seq(self, node: _Node, new: list[Any], out: list[str]) -> None:
+        """Item by item (`yamledit._apply_seq`); items past `new`'s end are dropped."""
+        previous_end = node.line
+        for i, value in enumerate(new):
+            if i < len(node.children):
+                child = node.children[i]
+                out += self.lines[previous_end : child.line]
+                previous_end = child.end
+                self.edit_item(child, value, out, node.col)
+            else:
+                out += self.fresh_item(value, node.col)
+
+    def edit_item(self, child: _Child, new: Any, out: list[str], col: int) -> None:
+        line = self.lines[child.line]
+        node = child.node
+        if _same(node.value, new):
+            out += self.lines[child.line : child.end]
+            return
+        donor = self.donor(new)
+        if donor is None and node.compact and isinstance(new, dict):
+            self.edit_map(node, new, out, line[: node.col])
+            return
+        if donor is None and not node.compact and self._alike(node, new):
+            out += self.lines[child.line : node.line]
+            self._edit_block(node, new, out)
+            return
+        token = self.tree.tokens[child.line]
+        if node.kind == "inline":
+            assert token.value is not None
+            tail = line[token.value[1] :]
+        else:
+            tail = "  " + token.comment if token.comment and not node.compact else ""
+        lines = self.fresh_item(new, col)
+        out.append(lines[0] + tail)
+        out += lines[1:]
+def _seq_offset(tree: _Tree) -> int:
+    """How far this document indents a sequence under its key (0 or 2, as written)."""
+    stack = [tree.root]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            if node.kind == "map" and child.node.kind == "seq":
+                token = tree.tokens[child.line]
+                return max(0, child.node.col - token.key_col)
+            stack.append(child.node)
+    return 0
+
+
+def _comments(tokens: list[_Line]) -> Counter[str]:
+    return Counter(t.comment for t in tokens if t.comment)
+
+
+@dataclass(frozen=True, slots=True)
+class Declined:
+    """The text path's answer when it cannot be sure: why (the caller takes ruamel's)."""
+
+    reason: str
+
+
+def edit(text: str, old: Any, new: Any) -> str | Declined:
+    """`text` (a block YAML document body whose value is `old`) rewritten to hold `new`,
+    or why the text path cannot be sure (see the module docstring)."""
+    try:
+        tree = _Tree(text, old)
+        editor = _Editor(tree, _seq_offset(tree))
+        out = tree.lines[: tree.root.line]
+        editor.edit_map(tree.root, new, out, "")
+        out += tree.lines[tree.root.end :]
+        result = "\n".join(out)
+        if _comments([_token(line) for line in out if "#" in line]) < _comments(tree.tokens):
+            return Declined("a comment would be lost")
+        back = yaml_rs.loads(result, parse_datetime=False,
+                             duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
+    except _Unsure as exc:
+        return Declined(str(exc))
+    except (yaml_rs.YAMLDecodeError, ValueError, TypeError, RecursionError) as exc:
+        return Declined(f"the new text does not read back: {type(exc).__name__}")
+    return result if _same(back, new) else Declined("the new text reads back differently")
+
+
+# Plain scalars that YAML 1.1 (draguard, kubectl) and 1.2 (yaml-rs) may read apart: 1.1's
+# booleans, `<<` and `=`, and any word that starts like a number (octal, sexagesimal,
+# exponent, date, …) unless it is a plain decimal integer. Conservative: a match in a
+# quoted string or a comment only sends the document to lint's reader.
+_RISKY = re.compile(
+    r"(?<![^\s\[\]{},:])(?:[yYnN]|[Yy]es|YES|[Nn]o|NO|[Oo]n|ON|[Oo]ff|OFF|<<|=)(?=[\s\[\]{},:]|\Z)"
+    r"|(?<![^\s\[{,:])[-+]?[.0-9][^\s\[\]{},#'\"]*"
+)
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})")
+
+
+def read(text: str) -> Any | None:
+    """The value of a one-document YAML text read by yaml-rs, when every plain scalar in
+    it means the same in YAML 1.1 and 1.2 (as `blockyaml.load` decides for block YAML,
+    here with flow collections too); None: lint's reader (`sources.parse`) decides."""
+    for word in _RISKY.finditer(text):
+        if _INTEGER.fullmatch(word[0]) is None:
+            return None
+    try:
+        return yaml_rs.loads(text, parse_datetime=False,
+                             duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
+    except (yaml_rs.YAMLDecodeError, ValueError, TypeError, OverflowError, RecursionError):
+        return None
+
+
+# Kept verbatim around a rewritten document: directives and the `---` line before it,
+# a `...` line after it (it separates documents).
+HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
+TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
+
+
+def edit_document(text: str, old: Any, new: Any) -> str | Declined:
+    """`edit` on one document of a stream: its `---` line and a `...` line kept as they are."""
+    head = HEAD.match(text)
+    start = head.end() if head else 0
+    if not head and text.startswith("---"):
+        return Declined("a document on its marker's line")
+    tail = TAIL.search(text, start)
+    end = tail.start() if tail else len(text)
+    body = edit(text[start:end], old, new)
+    return body if isinstance(body, Declined) else text[:start] + body + text[end:]
+
+
+def located(source: Source) -> list[tuple[Chunk, int]]:
+    """Each document of `source` with the offset of its first character in the text."""
+    line_starts = [0] + [m.end() for m in re.finditer("\n", source.text)]
+    found = []
+    for chunk in split_documents(source):
+        start = line_starts[chunk.line] + chunk.column
+        assert source.text.startswith(chunk.text, start), "documents are slices of the text"
+        found.append((chunk, start))
+    return found
