@@ -334,6 +334,15 @@ def _scalar(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _flow(value: Any) -> str:
+    """`value` in flow style on one line (its scalars plain or double-quoted)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_scalar(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    return _scalar(value)
+
+
 # --- the edit ---------------------------------------------------------------------------
 
 
@@ -403,6 +412,14 @@ class _Editor:
         if isinstance(value, dict | list):
             return ("{}" if isinstance(value, dict) else "[]"), []
         return _scalar(value), []
+
+    def anew(self, node: _Node, new: Any, col: int) -> tuple[str | None, list[str]]:
+        """`new` in place of `node`: a flow collection stays one (as ruamel keeps a flow
+        node's style when its items change), anything else as `fresh` writes it."""
+        if node.kind == "inline" and isinstance(node.value, dict | list) and isinstance(
+                new, dict | list) and self.donor(new) is None:
+            return _flow(new), []
+        return self.fresh(new, col, {})
 
     def _inline_text(self, node: _Node) -> str:
         token = self.tree.tokens[node.line]
@@ -510,7 +527,7 @@ class _Editor:
             self._edit_block(node, new, out)
             return
         col = token.key_col + (self.seq_offset if isinstance(new, list) else 2)
-        text, lines = self.fresh(new, col, {})
+        text, lines = self.anew(node, new, col)
         key_part = line[: token.colon]
         if token.value is not None:
             tail = line[token.value[1] :]
@@ -565,7 +582,8 @@ class _Editor:
             tail = line[token.value[1] :]
         else:
             tail = "  " + token.comment if token.comment and not node.compact else ""
-        lines = self.fresh_item(new, col)
+        flow, _ = self.anew(node, new, col + 2)
+        lines = self.fresh_item(new, col) if flow is None else [f"{' ' * col}- {flow}"]
         out.append(lines[0] + tail)
         out += lines[1:]
 def _seq_offset(tree: _Tree) -> int:
