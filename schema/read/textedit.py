@@ -189,6 +189,7 @@ class _Node:
     line: int
     end: int = 0
     compact: bool = False  # a mapping whose first key follows its item's dash
+    lead: int = -1  # a block value's first line after its key's: comments before it
     children: list[_Child] = field(default_factory=list)
     value: Any = None
 
@@ -251,7 +252,10 @@ class _Tree:
         if token.value is not None:
             return _Node("inline", token.value[0], line, line + 1)
         child = self._value(col, indentless=True)
-        return child if child is not None else _Node("null", col, line, line + 1)
+        if child is None:
+            return _Node("null", col, line, line + 1)
+        child.lead = line + 1
+        return child
 
     def _seq(self, col: int) -> _Node:
         node = _Node("seq", col, self.content[self.pos])
@@ -378,7 +382,9 @@ class _Editor:
             token = self.tree.tokens[node.line]
             assert token.value is not None
             return [" " * col + self.lines[node.line][token.value[0] : token.value[1]]]
-        return self.copy_span(node.line, node.end, node.col, col)
+        lead = self.lines[node.lead : node.line] if node.lead >= 0 else []
+        return [_shift(line, col - node.col) for line in lead] + self.copy_span(
+            node.line, node.end, node.col, col)
 
     def copy_span(self, start: int, end: int, old: int, col: int) -> list[str]:
         delta = col - old
@@ -440,8 +446,7 @@ class _Editor:
         text, lines = self.fresh(value, col + 2, {})
         if text is not None:
             return [f"{' ' * col}- {text}"]
-        first = lines[0]
-        return [first[:col] + "- " + first[col + 2 :], *lines[1:]]
+        return _dashed(lines, col)
 
     # -- edits in place (as `yamledit.apply`) --
     def edit_map(self, node: _Node, new: dict[str, Any], out: list[str], head: str) -> None:
@@ -586,6 +591,19 @@ class _Editor:
         lines = self.fresh_item(new, col) if flow is None else [f"{' ' * col}- {flow}"]
         out.append(lines[0] + tail)
         out += lines[1:]
+
+
+def _dashed(lines: list[str], col: int) -> list[str]:
+    """A mapping's lines (at `col` + 2) as a list item: the dash on its first content line."""
+    for i, line in enumerate(lines):
+        stripped = line.lstrip(" ")
+        if stripped and stripped[0] != "#":
+            if len(line) - len(stripped) != col + 2:
+                raise _Unsure("an item's first line elsewhere than its column")
+            return [*lines[:i], line[:col] + "- " + line[col + 2 :], *lines[i + 1 :]]
+    raise _Unsure("an item without content")
+
+
 def _seq_offset(tree: _Tree) -> int:
     """How far this document indents a sequence under its key (0 or 2, as written)."""
     stack = [tree.root]
