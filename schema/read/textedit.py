@@ -56,30 +56,33 @@ class _Line:
 
 
 def _tokenize(text: str) -> list[_Line]:
-    """Every line's token: most in one pass of `_LINES`, the others by `_token`."""
+    """Every line's token: most in one pass of `_LINES`, the others by `_token`.
+
+    `_LINES` captures each piece of a line in turn (indentation, dash, key, colon,
+    value, blanks, comment), so that columns are sums of lengths, from one `groups()`."""
     tokens = []
+    line_token = _Line
     for line in _LINES.finditer(text):
-        if line.start(8) >= 0:
-            tokens.append(_token(line[8]))
-        elif line.start(7) >= 0:
-            tokens.append(_Line(-1, comment=line[7]))
-        elif line.start(2) < 0 and line.start(3) < 0 and line.start(4) < 0:
-            if line.start(5) >= 0:
-                tokens.append(_token(line[0]))  # `#` right after the indentation
-            else:
-                tokens.append(_Line(-1))
+        indent, dash, key, colon, value, blanks, comment, _, own, other = line.groups()
+        if other is not None:
+            tokens.append(_token(other))
+        elif own is not None:
+            tokens.append(line_token(-1, comment=own))
+        elif dash is None and key is None and value is None:
+            tokens.append(_token(line[0]) if comment is not None else line_token(-1))
         else:
-            begin = line.start()
-            key_col = line.start(3) - begin if line.start(3) >= 0 else -1
-            token = _Line(line.end(1) - begin, line.start(2) >= 0, line[3], key_col,
-                          line.end(3) - begin + 1 if key_col >= 0 else -1)
-            if line.start(4) >= 0:
-                token.value = (line.start(4) - begin, line.end(4) - begin)
-            if line.start(5) >= 0:
-                if line.start(5) > 0 and line.string[line.start(5) - 1] != " ":
-                    token = _token(line[0])  # `#` inside a word: not a comment
+            at = len(indent) + (len(dash) if dash is not None else 0)
+            token = line_token(len(indent), dash is not None)
+            if key is not None:
+                token.key, token.key_col, token.colon = key, at, at + len(key) + 1
+                at += len(key) + len(colon)
+            if value is not None:
+                token.value = (at, at + len(value))
+            if comment is not None:
+                if not blanks and not (value is None and colon and colon[-1] == " "):
+                    token = _token(line[0])  # `#` right after a word: not a comment
                 else:
-                    token.comment = line[5]
+                    token.comment = comment
             tokens.append(token)
     return tokens
 
@@ -91,8 +94,8 @@ _Q = r"'(?:[^'\n]|'')*'" + r'|"(?:[^"\\\n]|\\.)*"'
 _FLOW1 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]|{_Q})*[\]}}]"""
 _FLOW2 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]|{_Q}|{_FLOW1})*[\]}}]"""
 _SIMPLE = re.compile(
-    r"( *)(?:(-) +)?(?:([A-Za-z_][A-Za-z0-9_./-]*):(?= |$) *)?"
-    rf"""([A-Za-z0-9_./][^#:'"{{}}\[\]\t\r\n]*?|{_Q}|{_FLOW2})? *(#.*)?"""
+    r"( *)(- +|-(?= *$))?(?:([A-Za-z_][A-Za-z0-9_./-]*)(: +|:$))?"
+    rf"""([A-Za-z0-9_./][^#:'"{{}}\[\]\t\r\n]*?|{_Q}|{_FLOW2})?( *)(#.*)?"""
 )
 
 
@@ -211,23 +214,23 @@ class _Tree:
         self.lines = text.split("\n")
         self.tokens = _tokenize(text)
         self.content = [i for i, t in enumerate(self.tokens) if t.indent >= 0]
+        # The content lines' tokens, then one that ends every node (indent -1).
+        self._next = [self.tokens[i] for i in self.content] + [_Line(-1)]
+        self.content.append(len(self.tokens))
         self.pos = 0
         root = self._value(-1, indentless=False)
-        if root is None or root.kind != "map" or self.pos != len(self.content):
+        if root is None or root.kind != "map" or self.pos != len(self.content) - 1:
             raise _Unsure("not a block mapping this reader takes")
         self.root = root
         # The containers by kind and length, in document order (see `_Editor.donor`).
         self.donors: dict[tuple[bool, int], list[_Node]] = {}
         _bind(root, value, self.donors)
 
-    def _peek(self) -> _Line | None:
-        return self.tokens[self.content[self.pos]] if self.pos < len(self.content) else None
-
     def _value(self, parent: int, *, indentless: bool) -> _Node | None:
-        token = self._peek()
-        if token is None:
-            return None
+        token = self._next[self.pos]
         col = token.indent
+        if col < 0:
+            return None
         if token.dash:
             if col < parent or (col == parent and not indentless):
                 return None
@@ -236,7 +239,7 @@ class _Tree:
 
     def _map(self, col: int, *, compact: bool) -> _Node:
         node = _Node("map", col, self.content[self.pos], compact=compact)
-        while (token := self._peek()) is not None:
+        while (token := self._next[self.pos]).indent >= 0:
             first = compact and not node.children
             if not first and (token.dash or token.indent < col):
                 break
@@ -259,7 +262,7 @@ class _Tree:
 
     def _seq(self, col: int) -> _Node:
         node = _Node("seq", col, self.content[self.pos])
-        while (token := self._peek()) is not None and token.dash and token.indent == col:
+        while (token := self._next[self.pos]).dash and token.indent == col:
             line = self.content[self.pos]
             if token.key is not None:
                 child = self._map(token.key_col, compact=True)
@@ -272,7 +275,7 @@ class _Tree:
                     child = nested if nested is not None else _Node("null", col, line, line + 1)
             node.children.append(_Child(None, line, child, self.content[self.pos - 1] + 1))
             node.end = node.children[-1].end
-        if token is not None and token.indent > col:
+        if token.indent > col:
             raise _Unsure("a line that is not an item of its sequence")
         return node
 
@@ -653,20 +656,25 @@ def edit(text: str, old: Any, new: Any) -> str | Declined:
 # booleans, `<<` and `=`, and any word that starts like a number (octal, sexagesimal,
 # exponent, date, …) unless it is a plain decimal integer. Conservative: a match in a
 # quoted string or a comment only sends the document to lint's reader.
-_RISKY = re.compile(
-    r"(?<![^\s\[\]{},:])(?:[yYnN]|[Yy]es|YES|[Nn]o|NO|[Oo]n|ON|[Oo]ff|OFF|<<|=)(?=[\s\[\]{},:]|\Z)"
-    r"|(?<![^\s\[{,:])[-+]?[.0-9][^\s\[\]{},#'\"]*"
-)
+_RISKY_WORD = re.compile(
+    r"[yYnNoO<=](?<![^\s\[\]{},:].)(?:|es|ES|o|O|n|N|ff|FF|<)(?=[\s\[\]{},:]|\Z)")
+_NUMBER_LIKE = re.compile(r"[-+.0-9](?<![^\s\[{,:].)[^\s\[\]{},#'\"]*")
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})")
+
+
+def _same_in_1_1(text: str) -> bool:
+    """Whether no plain scalar of `text` may read apart in YAML 1.1 and 1.2 (see above)."""
+    if _RISKY_WORD.search(text) is not None:
+        return False
+    return all(_INTEGER.fullmatch(word[0]) for word in _NUMBER_LIKE.finditer(text))
 
 
 def read(text: str) -> Any | None:
     """The value of a one-document YAML text read by yaml-rs, when every plain scalar in
     it means the same in YAML 1.1 and 1.2 (as `blockyaml.load` decides for block YAML,
     here with flow collections too); None: lint's reader (`sources.parse`) decides."""
-    for word in _RISKY.finditer(text):
-        if _INTEGER.fullmatch(word[0]) is None:
-            return None
+    if not _same_in_1_1(text):
+        return None
     try:
         return yaml_rs.loads(text, parse_datetime=False,
                              duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)

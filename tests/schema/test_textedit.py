@@ -234,3 +234,22 @@ def test_sequence_indentation_follows_the_document() -> None:
     text = "a:\n  - x\nb: 1\n"
     result = edit(text, {"a": ["x"], "b": 1}, {"a": ["x"], "b": 1, "c": ["z"]})
     assert result == "a:\n  - x\nb: 1\nc:\n  - z\n"
+
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def test_the_one_pass_tokenizer_agrees_with_the_line_reader() -> None:
+    """`_tokenize`'s one regular expression reads every corpus line as `_token` does."""
+    from draguard.schema.read import textedit
+
+    checked = 0
+    for path in sorted(CASES.rglob("*.yaml")):
+        for line in path.read_text().split("\n"):
+            try:
+                slow = textedit._token(line)
+            except textedit._Unsure:
+                continue
+            assert textedit._tokenize(line) == [slow], line
+            checked += 1
+    assert checked > 1000
