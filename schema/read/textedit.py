@@ -548,9 +548,10 @@ class _Editor:
 
     @staticmethod
     def _alike(node: _Node, new: Any) -> bool:
-        """A block node edited in place into `new`: a mapping into a dict, a list into a list."""
-        return (node.kind == "map" and isinstance(new, dict)) or (
-            node.kind == "seq" and isinstance(new, list))
+        """A block node edited in place into `new`: a mapping into a dict, a list into a
+        list; not into an empty one, which is written `{}` or `[]`."""
+        return bool(new) and ((node.kind == "map" and isinstance(new, dict)) or (
+            node.kind == "seq" and isinstance(new, list)))
 
     def _edit_block(self, node: _Node, new: Any, out: list[str]) -> None:
         if isinstance(new, dict):
@@ -577,7 +578,7 @@ class _Editor:
             out += self.lines[child.line : child.end]
             return
         donor = self.donor(new)
-        if donor is None and node.compact and isinstance(new, dict):
+        if donor is None and node.compact and isinstance(new, dict) and new:
             self.edit_map(node, new, out, line[: node.col])
             return
         if donor is None and not node.compact and self._alike(node, new):

@@ -253,3 +253,10 @@ def test_the_one_pass_tokenizer_agrees_with_the_line_reader() -> None:
             assert textedit._tokenize(line) == [slow], line
             checked += 1
     assert checked > 1000
+
+
+def test_a_list_emptied_is_written_as_brackets() -> None:
+    """`requests: []` (every request prioritized, in the parallel shape) is `[]`, not a null."""
+    text = "requests:\n- name: a\nother: 1\n"
+    result = edit(text, {"requests": [{"name": "a"}], "other": 1}, {"requests": [], "other": 1})
+    assert result == "requests: []\nother: 1\n"
