@@ -659,7 +659,7 @@ def edit(text: str, old: Any, new: Any) -> str | Declined:
 # quoted string or a comment only sends the document to lint's reader.
 _RISKY_WORD = re.compile(
     r"[yYnNoO<=](?<![^\s\[\]{},:].)(?:|es|ES|o|O|n|N|ff|FF|<)(?=[\s\[\]{},:]|\Z)")
-_NUMBER_LIKE = re.compile(r"[-+.0-9](?<![^\s\[{,:].)[^\s\[\]{},#'\"]*")
+_NUMBER_LIKE = re.compile(r"(?:[-+](?=[.0-9])|[.0-9])(?<![^\s\[{,:].)[^\s\[\]{},#'\"]*")
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})")
 
 

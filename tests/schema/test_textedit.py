@@ -260,3 +260,8 @@ def test_a_list_emptied_is_written_as_brackets() -> None:
     text = "requests:\n- name: a\nother: 1\n"
     result = edit(text, {"requests": [{"name": "a"}], "other": 1}, {"requests": [], "other": 1})
     assert result == "requests: []\nother: 1\n"
+
+
+def test_block_lists_and_integers_are_read_by_yaml_rs() -> None:
+    """Dashes, plain integers and words are the same in both versions: `read` answers."""
+    assert read("a:\n- 1\n- -2\n- {b: [x, 0]}\n") == {"a": [1, -2, {"b": ["x", 0]}]}
