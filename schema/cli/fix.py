@@ -15,7 +15,6 @@ rewrite can fix (such as `quota-charge`) are `draguard lint`'s: there
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import re
 import sys
@@ -132,18 +131,18 @@ def _fix_by_text(source: Source) -> tuple[str | None, list[_Rewrite]] | None:
             value = parsed.value
         devices = _devices(value)
         found = config_reference_rewrites(devices) if devices is not None else []
-        if not found:
+        if devices is None or not found:
             continue
         if chunk.format != "yaml":
             return None
-        new = copy.deepcopy(value)
-        new_devices = _devices(new)
-        assert new_devices is not None
+        new_config = list(devices["config"])  # what changes is copied, not the rest
         for rewrite in found:
             rewrites.append((chunk.index, f"{_prefix(value)}.devices.config[{rewrite.index}]"
                              ".requests", list(rewrite.old), list(rewrite.new), rewrite.fits))
             if rewrite.fits:
-                new_devices["config"][rewrite.index]["requests"] = list(rewrite.new)
+                new_config[rewrite.index] = {**new_config[rewrite.index],
+                                             "requests": list(rewrite.new)}
+        new = _with_devices(value, {**devices, "config": new_config})
         if new == value:
             continue
         text = edit_document(chunk.text, value, new)
@@ -187,6 +186,14 @@ def _devices(document: Any) -> dict[str, Any] | None:
         spec = spec.get("spec") if isinstance(spec, dict) else None
     devices = spec.get("devices") if isinstance(spec, dict) else None
     return devices if isinstance(devices, dict) else None
+
+
+def _with_devices(document: dict[str, Any], devices: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `document` (of what leads to `spec.devices` only) holding `devices`."""
+    spec = document["spec"]
+    if _prefix(document) == "spec.spec":
+        return {**document, "spec": {**spec, "spec": {**spec["spec"], "devices": devices}}}
+    return {**document, "spec": {**spec, "devices": devices}}
 
 
 def _prefix(document: dict[str, Any]) -> str:
