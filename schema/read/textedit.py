@@ -207,8 +207,12 @@ class _Child:
     end: int = 0
 
 
+_MISSING = object()
+
+
 class _Tree:
-    """The tokenized lines of a document and its top node, bound to its value."""
+    """The tokenized lines of a document and its top node, bound to its value as it is
+    built: each node holds its part of the value, and the shapes must agree."""
 
     def __init__(self, text: str, value: Any) -> None:
         self.lines = text.split("\n")
@@ -218,15 +222,14 @@ class _Tree:
         self._next = [self.tokens[i] for i in self.content] + [_Line(-1)]
         self.content.append(len(self.tokens))
         self.pos = 0
-        root = self._value(-1, indentless=False)
+        # The containers by kind and length, in document order (see `_Editor.donor`).
+        self.donors: dict[tuple[bool, int], list[_Node]] = {}
+        root = self._value(-1, value, indentless=False)
         if root is None or root.kind != "map" or self.pos != len(self.content) - 1:
             raise _Unsure("not a block mapping this reader takes")
         self.root = root
-        # The containers by kind and length, in document order (see `_Editor.donor`).
-        self.donors: dict[tuple[bool, int], list[_Node]] = {}
-        _bind(root, value, self.donors)
 
-    def _value(self, parent: int, *, indentless: bool) -> _Node | None:
+    def _value(self, parent: int, value: Any, *, indentless: bool) -> _Node | None:
         token = self._next[self.pos]
         col = token.indent
         if col < 0:
@@ -234,74 +237,80 @@ class _Tree:
         if token.dash:
             if col < parent or (col == parent and not indentless):
                 return None
-            return self._seq(col)
-        return self._map(col, compact=False) if col > parent else None
+            return self._seq(col, value)
+        return self._map(col, value, compact=False) if col > parent else None
 
-    def _map(self, col: int, *, compact: bool) -> _Node:
-        node = _Node("map", col, self.content[self.pos], compact=compact)
+    def _map(self, col: int, value: Any, *, compact: bool) -> _Node:
+        if not isinstance(value, dict):
+            raise _Unsure("a mapping whose value is not one")
+        node = _Node("map", col, self.content[self.pos], compact=compact, value=value)
+        self.donors.setdefault((True, len(value)), []).append(node)
+        keys = iter(value)
         while (token := self._next[self.pos]).indent >= 0:
             first = compact and not node.children
             if not first and (token.dash or token.indent < col):
                 break
             if (not first and token.indent > col) or token.key is None:
                 raise _Unsure("a line that is not an entry of its mapping")
+            if next(keys, _MISSING) != token.key:
+                raise _Unsure("keys differ from the value's")
             line = self.content[self.pos]
             self.pos += 1
-            node.children.append(_Child(token.key, line, self._entry_value(token, line, col)))
+            child = self._entry_value(token, line, col, value[token.key])
+            node.children.append(_Child(token.key, line, child))
             node.children[-1].end = node.end = self.content[self.pos - 1] + 1
+        if next(keys, _MISSING) is not _MISSING:
+            raise _Unsure("keys differ from the value's")
         return node
 
-    def _entry_value(self, token: _Line, line: int, col: int) -> _Node:
+    def _entry_value(self, token: _Line, line: int, col: int, value: Any) -> _Node:
         if token.value is not None:
-            return _Node("inline", token.value[0], line, line + 1)
-        child = self._value(col, indentless=True)
+            return self._inline(token.value[0], line, value)
+        child = self._value(col, value, indentless=True)
         if child is None:
-            return _Node("null", col, line, line + 1)
+            return _null(col, line, value)
         child.lead = line + 1
         return child
 
-    def _seq(self, col: int) -> _Node:
-        node = _Node("seq", col, self.content[self.pos])
+    def _inline(self, col: int, line: int, value: Any) -> _Node:
+        node = _Node("inline", col, line, line + 1, value=value)
+        if isinstance(value, dict | list) and value:  # a flow collection
+            self.donors.setdefault((isinstance(value, dict), len(value)), []).append(node)
+        return node
+
+    def _seq(self, col: int, value: Any) -> _Node:
+        if not isinstance(value, list):
+            raise _Unsure("a sequence whose value is not one")
+        node = _Node("seq", col, self.content[self.pos], value=value)
+        self.donors.setdefault((False, len(value)), []).append(node)
         while (token := self._next[self.pos]).dash and token.indent == col:
+            index = len(node.children)
+            if index >= len(value):
+                raise _Unsure("items differ from the value's")
+            item = value[index]
             line = self.content[self.pos]
             if token.key is not None:
-                child = self._map(token.key_col, compact=True)
+                child = self._map(token.key_col, item, compact=True)
             else:
                 self.pos += 1
                 if token.value is not None:
-                    child = _Node("inline", token.value[0], line, line + 1)
+                    child = self._inline(token.value[0], line, item)
                 else:
-                    nested = self._value(col, indentless=False)
-                    child = nested if nested is not None else _Node("null", col, line, line + 1)
+                    nested = self._value(col, item, indentless=False)
+                    child = nested if nested is not None else _null(col, line, item)
             node.children.append(_Child(None, line, child, self.content[self.pos - 1] + 1))
             node.end = node.children[-1].end
         if token.indent > col:
             raise _Unsure("a line that is not an item of its sequence")
+        if len(node.children) != len(value):
+            raise _Unsure("items differ from the value's")
         return node
 
 
-def _bind(node: _Node, value: Any, donors: dict[tuple[bool, int], list[_Node]]) -> None:
-    """Give each node its part of the document's value (the shapes must agree), and file
-    the containers among `donors` by their kind and length."""
-    node.value = value
-    kind = node.kind
-    if kind == "map":
-        if not isinstance(value, dict) or list(value) != [c.key for c in node.children]:
-            raise _Unsure("keys differ from the value's")
-        donors.setdefault((True, len(value)), []).append(node)
-        for child in node.children:
-            _bind(child.node, value[child.key], donors)
-    elif kind == "seq":
-        if not isinstance(value, list) or len(value) != len(node.children):
-            raise _Unsure("items differ from the value's")
-        donors.setdefault((False, len(value)), []).append(node)
-        for child, item in zip(node.children, value, strict=True):
-            _bind(child.node, item, donors)
-    elif kind == "null":
-        if value is not None:
-            raise _Unsure("an empty node that is not null")
-    elif isinstance(value, dict | list) and value:  # a flow collection
-        donors.setdefault((isinstance(value, dict), len(value)), []).append(node)
+def _null(col: int, line: int, value: Any) -> _Node:
+    if value is not None:
+        raise _Unsure("an empty node that is not null")
+    return _Node("null", col, line, line + 1)
 
 
 # --- values: equality, scalars ---------------------------------------------------------

@@ -87,8 +87,16 @@ def test_text_and_ruamel_give_the_same_document(
     event("declined" if isinstance(result, Declined) else "edited as text")
     if isinstance(result, Declined):
         return
-    assert yaml.safe_load(result) == new == yaml.safe_load(by_ruamel(text, new))
+    assert yaml.safe_load(result) == new
     assert comments(result) >= comments(text)
+    try:
+        ruamel = yaml.safe_load(by_ruamel(text, new))
+    except yaml.YAMLError:
+        # ruamel writes `requests: -` for a list emptied below a comment at column 0
+        # (found by this test): the text path is the one that is right there.
+        event("ruamel wrote YAML that does not parse")
+        return
+    assert ruamel == new
 
 
 @settings(max_examples=examples(100), deadline=None,
