@@ -651,7 +651,9 @@ def edit(text: str, old: Any, new: Any) -> str | Declined:
         editor.edit_map(tree.root, new, out, "")
         out += tree.lines[tree.root.end :]
         result = "\n".join(out)
-        if _comments([_token(line) for line in out if "#" in line]) < _comments(tree.tokens):
+        # Every comment of the document at least as often (a moved value may copy one).
+        if not _comments([_token(line) for line in out if "#" in line]) >= _comments(
+                tree.tokens):
             return Declined("a comment would be lost")
         back = yaml_rs.loads(result, parse_datetime=False,
                              duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)

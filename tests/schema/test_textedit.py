@@ -273,3 +273,10 @@ def test_a_list_emptied_is_written_as_brackets() -> None:
 def test_block_lists_and_integers_are_read_by_yaml_rs() -> None:
     """Dashes, plain integers and words are the same in both versions: `read` answers."""
     assert read("a:\n- 1\n- -2\n- {b: [x, 0]}\n") == {"a": [1, -2, {"b": ["x", 0]}]}
+
+
+def test_a_comment_lost_while_another_is_copied_is_declined() -> None:
+    """The comment check counts each comment: one copied twice does not make up for one lost."""
+    text = "a:\n  b:\n  - x  # one\n  c: 1  # two\n"
+    old = {"a": {"b": ["x"], "c": 1}}
+    assert isinstance(edit(text, old, {"a": {"b": ["x"]}, "d": ["x"]}), Declined)
