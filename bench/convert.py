@@ -9,7 +9,8 @@ parallel) and each target (v1, v1beta2, v1beta1, parallel, nested), times
 toleration, one prioritized request with three alternatives, a constraint and an
 opaque config — and prints objects/s and µs per object. Also times the whole
 round-trip proof (`round_trips`: 12 ordered shape pairs) and the YAML path of
-`draguard convert` (`convert_file`: read, ruamel load, convert, dump) per document.
+`draguard convert` (`convert_file`: read, convert, text edit or ruamel round trip)
+per document.
 
 `--commands N` instead times whole `draguard` processes (issue 21) on a generated file
 of N v1beta1 documents (the typical claim, each named apart, a comment before each):
@@ -40,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from draguard.schema.cli import convert as convert_cli
 from draguard.schema.cli.convert import convert_file
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import DEFAULT_OPTIONS
@@ -121,16 +123,17 @@ def stream(documents: int) -> str:
     )
 
 
-def command_rate(args: list[str], documents: int) -> float:
-    """Documents per CPU second (user + system) of one whole `draguard` process."""
+def command_rate(args: list[str], documents: int) -> tuple[float, float]:
+    """Documents per CPU second (user + system) of one whole `draguard` process, and per
+    wall-clock second."""
     draguard = str(Path(sys.executable).with_name("draguard"))
-    before = os.times()
+    before, start = os.times(), time.perf_counter()
     subprocess.run([draguard, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False)
-    after = os.times()
+    after, wall = os.times(), time.perf_counter() - start
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system)
-    return documents / cpu
+    return documents / cpu, documents / wall
 
 
 def commands(documents: int) -> int:
@@ -150,10 +153,28 @@ def commands(documents: int) -> int:
         ]
         met = True
         for title, args, target in runs:
-            per_second = command_rate(args, documents)
+            per_second, wall = command_rate(args, documents)
             met = met and per_second >= target
-            print(f"{title:34}{per_second:10,.0f} documents/CPU s (target {target:,})")
+            print(f"{title:34}{per_second:10,.0f} documents/CPU s "
+                  f"{wall:8,.0f}/wall s (target {target:,})")
+        print("\nchanged YAML documents by path (text edit / ruamel round trip), in process:")
+        print(f"  this stream, --to v1: {_paths([str(source)], 'v1')}")
+    cases = Path(__file__).resolve().parents[1] / "tests" / "cases"
+    for target in TARGETS:
+        print(f"  tests/cases, --to {target}: {_paths(sorted(map(str, cases.rglob('*.yaml'))), target)}")
     return 0 if met else 1
+
+
+def _paths(files: list[str], target: str) -> str:
+    """How many changed documents each path took, and why the text path declined."""
+    convert_cli.PATHS.clear()
+    with redirect_stderr(io.StringIO()):
+        for name in files:
+            convert_file(name, target, options=DEFAULT_OPTIONS, allow_loss=True)
+    counts = convert_cli.PATHS
+    declined = {k[len("declined: "):]: v for k, v in counts.items() if k.startswith("declined")}
+    return f"text {counts['text']}, ruamel {counts['ruamel']}" + (
+        f" (declined: {declined})" if declined else "")
 
 
 def main(argv: list[str]) -> int:
@@ -190,7 +211,7 @@ def main(argv: list[str]) -> int:
                 convert_file(str(path), "v1beta1", options=DEFAULT_OPTIONS, allow_loss=False)
 
         yaml_path, _ = rate(cli, args.seconds)
-        print(f"convert_file YAML → v1beta1 (ruamel round trip): {yaml_path:,.0f} documents/s")
+        print(f"convert_file YAML → v1beta1: {yaml_path:,.0f} documents/s")
 
     met = slowest >= args.target
     print(

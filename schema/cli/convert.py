@@ -15,6 +15,7 @@ import argparse
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,14 +37,14 @@ from draguard.schema.read.sources import (
     STDIN_NAME,
     Chunk,
     Parsed,
-    Source,
-    SyntaxProblem,
     Unreadable,
     expand_paths,
     parse,
     read_source,
-    split_documents,
 )
+from draguard.schema.read.textedit import HEAD as _HEAD
+from draguard.schema.read.textedit import TAIL as _TAIL
+from draguard.schema.read.textedit import Declined, edit_document, located, read
 from draguard.schema.read.yamledit import (
     Donors,
     apply,
@@ -129,7 +130,7 @@ def convert_file(
         print(f"draguard convert: cannot read {source.name}: {source.reason}", file=sys.stderr)
         return None
     pieces, done, changed, refused = [], 0, False, False
-    for chunk, start in _located_chunks(source):
+    for chunk, start in located(source):
         placeholder = templates.find(chunk.text)
         if placeholder is not None:
             # Issue 17: not read, left as it is, named with its line (no exit 2).
@@ -163,23 +164,8 @@ def convert_file(
     return FileResult(source.name, "".join(pieces), changed, refused)
 
 
-def _located_chunks(source: Source) -> list[tuple[Chunk, int]]:
-    """Each document with the offset of its first character in the source text."""
-    line_starts = [0] + [i + 1 for i, c in enumerate(source.text) if c == "\n"]
-    located = []
-    for chunk in split_documents(source):
-        start = line_starts[chunk.line] + chunk.column
-        assert source.text.startswith(chunk.text, start), "documents are slices of the text"
-        located.append((chunk, start))
-    return located
-
-
-# Kept verbatim around a rewritten document: directives and the `---` line before it
-# (ruamel does not write them back), a `...` line after it (it separates documents).
-_HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?:\n|\Z)")
 # The text starts with a `---` line, after blank, comment or directive lines.
 _FIRST_MARKER = re.compile(r"(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---(?:[ \t]|\n|\Z)")
-_TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
 
 
 def _convert_chunk(
@@ -190,14 +176,66 @@ def _convert_chunk(
         document, duplicates = loads_checked(chunk.text)
         if duplicates and _checked_kind(document):
             raise _Repeated(duplicates)
-        outcome, refused = _convert_one(
+        outcome, refused, notes = _convert_one(
             chunk.file, chunk.index, document, target, options, allow_loss
         )
+        _say(notes)
         if outcome is None:
             return None, refused
         return json.dumps(to_plain(outcome), indent=2, ensure_ascii=False), refused
-    if _untouched(parse(chunk), target, options):
-        return None, False
+    value = read(chunk.text)
+    if value is None:  # lint's reader: a scalar YAML 1.1 reads apart, or a repeated key
+        parsed = parse(chunk)
+        if isinstance(parsed, Parsed) and not parsed.duplicates:
+            value = parsed.value
+    if value is not None:
+        edited = _convert_text(chunk, value, target, options, allow_loss)
+        if edited is not None:
+            return edited
+    PATHS["ruamel"] += 1
+    return _convert_round_trip(chunk, target, options, allow_loss)
+
+
+# How many changed YAML documents took each path (the text edit or ruamel's round trip),
+# and why the text path declined: counted for bench/convert.py.
+PATHS: Counter[str] = Counter()
+
+
+def _convert_text(
+    chunk: Chunk, value: Any, target: str, options: Options, allow_loss: bool
+) -> tuple[str | None, bool] | None:
+    """The document converted by text edits at lint's reading of it (`textedit`); None
+    when that path declines, and nothing was said yet (the round trip then says it)."""
+    document = value
+    items = value.get("items") if _kind(value) == "List" else None
+    if isinstance(items, list):
+        document = {**value, "items": list(items)}  # items are replaced, `value` kept
+    outcome, refused, notes = _convert_one(
+        chunk.file, chunk.index, document, target, options, allow_loss, node=False
+    )
+    if outcome is None:
+        # Nothing to convert (another kind, or already in the target shape): the
+        # document keeps its bytes; or refused: said here, and left as it is.
+        _say(notes)
+        return None, refused
+    text = edit_document(chunk.text, value, outcome)
+    if isinstance(text, Declined):
+        PATHS[f"declined: {text.reason}"] += 1
+        return None
+    PATHS["text"] += 1
+    _say(notes)
+    return text, refused
+
+
+def _say(notes: list[str]) -> None:
+    for note in notes:
+        print(note, file=sys.stderr)
+
+
+def _convert_round_trip(
+    chunk: Chunk, target: str, options: Options, allow_loss: bool
+) -> tuple[str | None, bool]:
+    """The document converted on ruamel's round-trip nodes, which keep comments anywhere."""
     head = _HEAD.match(chunk.text)
     body_start = head.end() if head else 0
     tail = _TAIL.search(chunk.text, body_start)
@@ -215,34 +253,16 @@ def _convert_chunk(
     if len(documents) != 1:
         return None, False
     check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
-    outcome, refused = _convert_one(
+    outcome, refused, notes = _convert_one(
         chunk.file, chunk.index, documents[0], target, options, allow_loss
     )
+    _say(notes)
     if outcome is None:
         return None, refused
     before = chunk.text[:body_start]
     if not head and chunk.text.startswith("---"):
         before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
     return before + dump_documents([outcome]) + chunk.text[body_end:], refused
-
-
-def _untouched(parsed: Parsed | SyntaxProblem, target: str, options: Options) -> bool:
-    """Whether the document, as lint's fast reader reads it, has nothing to convert.
-
-    Such a document (another kind, or a claim already in the target shape) keeps its
-    bytes without ruamel reading and writing it, which is most of convert's time; a
-    document that does not parse, repeats a key or has something to convert or refuse
-    goes the round-trip way, which says what it has to say.
-    """
-    if not isinstance(parsed, Parsed) or parsed.duplicates:
-        return False
-    document = parsed.value
-    items = document.get("items") if _kind(document) == "List" else None
-    for item in items if isinstance(items, list) else [document]:
-        conversion = convert_document(item, target, options=options)
-        if conversion.is_dra and (conversion.losses or conversion.document != item):
-            return False
-    return True
 
 
 def _checked_kind(document: Any) -> bool:
@@ -267,24 +287,33 @@ def _left_out(chunk: Chunk) -> str:
 
 
 def _convert_one(
-    name: str, number: int, document: Any, target: str, options: Options, allow_loss: bool
-) -> tuple[Any, bool]:
-    """The converted node (None: unchanged) and whether something was refused.
+    name: str, number: int, document: Any, target: str, options: Options, allow_loss: bool,
+    *, node: bool = True,
+) -> tuple[Any, bool, list[str]]:
+    """The converted document (None: unchanged), whether something was refused, and the
+    lines to say on stderr. With `node`, `document` is ruamel's and is edited in place
+    (`yamledit.apply`); else it is plain and the converted values are plain too.
 
     The items of a `kind: List` (what `kubectl get -o yaml` prints for several objects)
     are converted one by one, as lint checks them; a refused item stays as it was.
     """
     items = document.get("items") if isinstance(document, dict) else None
+    notes: list[str] = []
     if _kind(document) != "List" or not isinstance(items, list):
-        return _convert_object(f"{name}: document {number}", document, target, options, allow_loss)
+        outcome, refused = _convert_object(
+            f"{name}: document {number}", document, target, options, allow_loss, notes, node
+        )
+        return outcome, refused, notes
     changed = refused = False
     for j, item in enumerate(items):
         where = f"{name}: document {number} item {j}"
-        outcome, item_refused = _convert_object(where, item, target, options, allow_loss)
+        outcome, item_refused = _convert_object(
+            where, item, target, options, allow_loss, notes, node
+        )
         refused = refused or item_refused
         if outcome is not None:
             items[j], changed = outcome, True
-    return (document if changed else None), refused
+    return (document if changed else None), refused, notes
 
 
 def _kind(document: Any) -> Any:
@@ -292,17 +321,20 @@ def _kind(document: Any) -> Any:
 
 
 def _convert_object(
-    where: str, node: Any, target: str, options: Options, allow_loss: bool
+    where: str, node: Any, target: str, options: Options, allow_loss: bool,
+    notes: list[str], round_trip: bool,
 ) -> tuple[Any, bool]:
-    conversion = convert_document(to_plain(node), target, options=options)
+    conversion = convert_document(to_plain(node) if round_trip else node, target,
+                                  options=options)
     if not conversion.is_dra or conversion.document is None:
         return None, False
     if conversion.losses and not (allow_loss and conversion.convertible):
-        for loss in conversion.losses:
-            print(f"{where}: refused: {loss}", file=sys.stderr)
+        notes += [f"{where}: refused: {loss}" for loss in conversion.losses]
         return None, True
-    for loss in conversion.losses:
-        print(f"{where}: dropped: {loss}", file=sys.stderr)
+    notes += [f"{where}: dropped: {loss}" for loss in conversion.losses]
+    if not round_trip:
+        unchanged = not conversion.losses and conversion.document == node
+        return (None if unchanged else conversion.document), False
     return apply(node, conversion.document, Donors(node)), False
 
 

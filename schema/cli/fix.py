@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -34,8 +35,8 @@ from draguard.schema.read.sources import (
     expand_paths,
     parse,
     read_source,
-    split_documents,
 )
+from draguard.schema.read.textedit import Declined, edit_document, located, read
 from draguard.schema.read.yamledit import dump_documents, load_documents, to_plain
 
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
@@ -80,8 +81,10 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
     if isinstance(source, Unreadable):
         print(f"draguard fix: {source.name}: {source.reason}", file=sys.stderr)
         return EXIT_USAGE
-    if _nothing_to_fix(source):
-        return EXIT_OK
+    by_text = _fix_by_text(source)
+    if by_text is not None:
+        text, rewrites = by_text
+        return _report(path, text, rewrites, dry_run=dry_run)
     try:
         documents = load_documents(source.text)
     except YAMLError as exc:
@@ -90,41 +93,87 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    changed, unfixable = False, False
-    for number, document in enumerate(documents):
-        for field, old, new, fits in _fix_document(document):
-            if fits:
-                print(f"{path}: document {number}: {field}: {old} → {new}")
-                changed = True
-            else:
-                print(
-                    f"{path}: document {number}: {field}: not fixable: naming every alternative needs "
-                    f"{len(new)} entries, over upstream's 32",
-                    file=sys.stderr,
-                )
-                unfixable = True
+    rewrites = [
+        (number, field, old, new, fits)
+        for number, document in enumerate(documents)
+        for field, old, new, fits in _fix_document(document)
+    ]
+    text = dump_documents(documents) if any(r[4] for r in rewrites) else None
+    return _report(path, text, rewrites, dry_run=dry_run)
+
+
+_Rewrite = tuple[int, str, list[str], list[str], bool]
+"""A document's number, the field, the old and the new list, and whether the new fits."""
+
+# A `---` line: between documents, it may open one that holds only comments (which the
+# round-trip reader counts and `split_documents` does not).
+_MARKER_LINE = re.compile(r"^---(?:[ \t]|$)", re.M)
+
+
+def _fix_by_text(source: Source) -> tuple[str | None, list[_Rewrite]] | None:
+    """The file's new text (None: nothing to write) and its rewrites, edited as text at
+    lint's reading of each document (`textedit`); None when the text path cannot be
+    sure of some document (then the whole file takes the round-trip way, as before).
+
+    A file with nothing to fix (most files, on a second run always) is left without
+    ruamel reading it, which is most of fix's time.
+    """
+    pieces, done, previous_end, rewrites = [], 0, 0, []
+    for chunk, start in located(source):
+        if _MARKER_LINE.search(source.text, previous_end, start):
+            return None  # a document of comments only: numbered apart by ruamel
+        previous_end = start + len(chunk.text)
+        value = read(chunk.text) if chunk.format == "yaml" else None
+        if value is None:
+            parsed = parse(chunk)
+            if not isinstance(parsed, Parsed) or parsed.duplicates:
+                return None
+            value = parsed.value
+        devices = _devices(value)
+        found = config_reference_rewrites(devices) if devices is not None else []
+        if devices is None or not found:
+            continue
+        if chunk.format != "yaml":
+            return None
+        new_config = list(devices["config"])  # what changes is copied, not the rest
+        for rewrite in found:
+            rewrites.append((chunk.index, f"{_prefix(value)}.devices.config[{rewrite.index}]"
+                             ".requests", list(rewrite.old), list(rewrite.new), rewrite.fits))
+            if rewrite.fits:
+                new_config[rewrite.index] = {**new_config[rewrite.index],
+                                             "requests": list(rewrite.new)}
+        new = _with_devices(value, {**devices, "config": new_config})
+        if new == value:
+            continue
+        text = edit_document(chunk.text, value, new)
+        if isinstance(text, Declined):
+            return None
+        pieces += [source.text[done:start], text]
+        done = previous_end
+    if not pieces:
+        return None, rewrites
+    return "".join([*pieces, source.text[done:]]), rewrites
+
+
+def _report(path: str, text: str | None, rewrites: list[_Rewrite], *, dry_run: bool) -> int:
+    """Say each rewrite (`file: document N: field: old → new`), write the file; the exit code."""
+    changed = unfixable = False
+    for number, field, old, new, fits in rewrites:
+        if fits:
+            print(f"{path}: document {number}: {field}: {old} → {new}")
+            changed = True
+        else:
+            print(
+                f"{path}: document {number}: {field}: not fixable: naming every alternative needs "
+                f"{len(new)} entries, over upstream's 32",
+                file=sys.stderr,
+            )
+            unfixable = True
     if changed and dry_run:
         print(f"draguard fix: {path}: not written (--dry-run)", file=sys.stderr)
-    elif changed:
-        _write_atomically(path, dump_documents(documents))
+    elif changed and text is not None:
+        _write_atomically(path, text)
     return EXIT_LEFT if unfixable or (changed and dry_run) else EXIT_OK
-
-
-def _nothing_to_fix(source: Source) -> bool:
-    """Whether lint's fast reader finds no rewrite to make or refuse in any document.
-
-    Such a file (most files, on a second run always) is left without ruamel reading it,
-    which is most of fix's time; any document that does not parse, repeats a key, or
-    has a rewrite sends the file the round-trip way.
-    """
-    for chunk in split_documents(source):
-        parsed = parse(chunk)
-        if not isinstance(parsed, Parsed) or parsed.duplicates:
-            return False
-        devices = _devices(parsed.value)
-        if devices is not None and config_reference_rewrites(devices):
-            return False
-    return True
 
 
 def _devices(document: Any) -> dict[str, Any] | None:
@@ -137,6 +186,21 @@ def _devices(document: Any) -> dict[str, Any] | None:
         spec = spec.get("spec") if isinstance(spec, dict) else None
     devices = spec.get("devices") if isinstance(spec, dict) else None
     return devices if isinstance(devices, dict) else None
+
+
+def _with_devices(document: dict[str, Any], devices: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `document` (of what leads to `spec.devices` only) holding `devices`."""
+    spec = document["spec"]
+    if _prefix(document) == "spec.spec":
+        return {**document, "spec": {**spec, "spec": {**spec["spec"], "devices": devices}}}
+    return {**document, "spec": {**spec, "devices": devices}}
+
+
+def _prefix(document: dict[str, Any]) -> str:
+    """Where `spec.devices` sits: under `spec.spec` in a template."""
+    doc_type = identify(document)
+    return "spec.spec" if doc_type is not None and doc_type.kind == "ResourceClaimTemplate" \
+        else "spec"
 
 
 def _fix_document(document: Any) -> list[tuple[str, list[str], list[str], bool]]:
