@@ -31,18 +31,21 @@ settings.load_profile("ci")
 # modules after them fill both workers up to the end.
 SLOW_MODULES = (
     "tests/hostile/test_cli_hostile.py",
-    "tests/cli/test_readme.py",
-    "tests/cli/test_pipes.py",
-    "tests/schema/test_lint_cli.py",
-    "tests/schema/test_convert_cli.py",
-    "tests/schema/test_defaults.py",
-    "tests/webhook/test_clusterview.py",
-    "tests/hostile/test_cluster_view_hostile.py",
     "tests/schema/test_convert_properties.py",
-    "tests/hostile/test_differential.py",
-    "tests/webhook/test_decisionlog.py",
+    "tests/schema/test_policy_mutation_properties.py",
+    "tests/schema/test_convert_cli.py",
+    "tests/cli/test_pipes.py",
+    "tests/hostile/test_webhook_fuzz.py",
     "tests/hostile/test_last_good.py",
+    "tests/hostile/test_differential.py",
+    "tests/hostile/test_memory.py",
+    "tests/hostile/test_cluster_view_hostile.py",
+    "tests/schema/test_peers_validate.py",
+    "tests/schema/test_defaults.py",
+    "tests/deploy/test_schemas.py",
     "tests/cli/test_precommit_hooks.py",
+    "tests/schema/test_export_peers.py",
+    "tests/webhook/test_clusterview.py",
 )
 
 

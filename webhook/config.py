@@ -211,7 +211,7 @@ def _number(text: str | None, default: _N, name: str, read: Callable[[str], _N],
         value = read(text)
     except ValueError:
         raise ConfigError(f"{name} must be a number{unit}, not {text!r}") from None
-    if value <= 0 or (most is not None and value > most):
+    if not (value > 0 and (most is None or value <= most)):  # NaN fails both
         raise ConfigError(f"{name} out of range: {text}")
     return value
 
