@@ -73,6 +73,7 @@ from draguard.certs.cluster import (
 from draguard.certs.errors import CertificateFileError
 from draguard.certs.files import (
     DEFAULT_STATE_DIR,
+    CertificateOptions,
     CheckReport,
     StatePaths,
     ca_bundle_b64,
@@ -144,16 +145,7 @@ def run_init(args: argparse.Namespace, ctx: Context) -> int:
                 ctx.say(f"fetched the serving pair from Secret {args.namespace}/{args.from_secret}")
     # --force makes new files; without it good files are reused and broken ones refused.
     issue = create_certificates if args.force else partial(ensure_certificates, on_broken="raise")
-    ensured = issue(
-        paths.dir,
-        service=args.service,
-        namespace=args.namespace,
-        key_type=args.key_type,
-        ca_days=args.ca_days,
-        leaf_days=args.leaf_days,
-        extra_sans=tuple(args.extra_san),
-        now=ctx.now,
-    )
+    ensured = issue(paths.dir, **_options(args, ctx))
     verb = {
         "created": "created a new CA and serving certificate",
         "reused": "reused the CA and serving certificate",
@@ -180,29 +172,26 @@ def run_renew(args: argparse.Namespace, ctx: Context) -> int:
         if not fetch_serving(api, paths.dir, secret=args.from_secret, namespace=args.namespace):
             reason = reason or f"Secret {args.namespace}/{args.from_secret} not found"
     if reason is None:
-        reason = renewal_reason(
-            paths.dir,
-            service=args.service,
-            namespace=args.namespace,
-            extra_sans=tuple(args.extra_san),
-            now=ctx.now,
-        )
+        reason = renewal_reason(paths.dir, **_options(args, ctx))
     if reason is None:
         leaf = load_pair(paths.tls_cert, paths.tls_key)
         ctx.say(f"not renewed: {paths.tls_cert} is good until {leaf.not_after:%Y-%m-%d %H:%M} UTC")
         return 0
-    renew(
-        paths.dir,
-        service=args.service,
-        namespace=args.namespace,
-        key_type=args.key_type,
-        leaf_days=args.leaf_days,
-        extra_sans=tuple(args.extra_san),
-        now=ctx.now,
-    )
+    renew(paths.dir, **_options(args, ctx))
     ctx.say(f"renewed the serving certificate in {paths.dir} with the same CA ({reason})")
     _describe(ctx, paths)
     return 0
+
+
+def _options(args: argparse.Namespace, ctx: Context) -> CertificateOptions:
+    """The certificate options `init` and `renew` were given (renew has no --ca-days, and
+    without --key-type keeps the current key's type)."""
+    options = CertificateOptions(service=args.service, namespace=args.namespace,
+                                 key_type=args.key_type, leaf_days=args.leaf_days,
+                                 extra_sans=tuple(args.extra_san), now=ctx.now)
+    if "ca_days" in args:
+        options["ca_days"] = args.ca_days
+    return options
 
 
 def run_check(args: argparse.Namespace, ctx: Context) -> int:

@@ -17,9 +17,9 @@ import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -77,6 +77,33 @@ Action = Literal["created", "reused", "leaf-issued"]
 OnBroken = Literal["replace", "raise"]
 
 
+class CertificateOptions(TypedDict, total=False):
+    """What the folder's certificates are to be: the keywords of `create_certificates`,
+    `ensure_certificates`, `renew` and `renewal_reason`; each reads those it needs.
+
+    Defaults: the draguard Service in its namespace, ECDSA keys (`renew`: the current
+    key's type), `DEFAULT_CA_DAYS`, `DEFAULT_LEAF_DAYS`, no extra names, the clock.
+    """
+
+    service: str
+    namespace: str
+    key_type: KeyType | None
+    ca_days: int
+    leaf_days: int
+    extra_sans: tuple[str, ...]
+    now: dt.datetime | None
+
+
+class _InFolder:
+    """One file of the state folder, by name: `paths.ca_cert` is `paths.dir / "ca.crt"`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, paths: StatePaths, owner: type[StatePaths]) -> Path:
+        return paths.dir / self.name
+
+
 @dataclass(frozen=True, slots=True)
 class StatePaths:
     """Where the four files of a state folder live (names as in a `kubernetes.io/tls` Secret)."""
@@ -87,21 +114,10 @@ class StatePaths:
     def of(cls, state_dir: Path | str) -> StatePaths:
         return cls(Path(state_dir))
 
-    @property
-    def ca_cert(self) -> Path:
-        return self.dir / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.dir / "ca.key"
-
-    @property
-    def tls_cert(self) -> Path:
-        return self.dir / "tls.crt"
-
-    @property
-    def tls_key(self) -> Path:
-        return self.dir / "tls.key"
+    ca_cert = _InFolder("ca.crt")
+    ca_key = _InFolder("ca.key")
+    tls_cert = _InFolder("tls.crt")
+    tls_key = _InFolder("tls.key")
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,22 +264,16 @@ def ca_bundle_b64(state_dir: Path | str) -> str:
     return base64.b64encode(pem).decode("ascii")
 
 
-def renewal_reason(
-    state_dir: Path | str,
-    *,
-    service: str = DEFAULT_SERVICE,
-    namespace: str = DEFAULT_NAMESPACE,
-    extra_sans: tuple[str, ...] = (),
-    now: dt.datetime | None = None,
-) -> str | None:
+def renewal_reason(state_dir: Path | str, **options: Unpack[CertificateOptions]) -> str | None:
     """Why the serving certificate should be reissued now, or `None` when it is fine.
 
     Raises `CertificateFileError` when a file is missing or unusable.
     """
     paths = StatePaths.of(state_dir)
-    ca = load_authority(paths, now=now)
+    wanted = _Wanted(**options)
+    ca = load_authority(paths, now=wanted.now)
     leaf = load_pair(paths.tls_cert, paths.tls_key)
-    return _leaf_reason(leaf, ca, _Wanted(service, namespace, extra_sans=extra_sans, now=now))
+    return _leaf_reason(leaf, ca, wanted)
 
 
 def check(
@@ -327,35 +337,17 @@ def write_pair(cert_path: Path, key_path: Path, pair: PemPair) -> None:
     write_atomically(cert_path, pair.cert_pem, mode=CERT_MODE)
 
 
-def create_certificates(
-    state_dir: Path | str,
-    *,
-    service: str = DEFAULT_SERVICE,
-    namespace: str = DEFAULT_NAMESPACE,
-    key_type: KeyType = "ecdsa",
-    ca_days: int = DEFAULT_CA_DAYS,
-    leaf_days: int = DEFAULT_LEAF_DAYS,
-    extra_sans: tuple[str, ...] = (),
-    now: dt.datetime | None = None,
-) -> Ensured:
+def create_certificates(state_dir: Path | str, **options: Unpack[CertificateOptions]) -> Ensured:
     """Make a new CA and serving certificate, replacing whatever the folder held."""
-    wanted = _Wanted(service, namespace, key_type, ca_days, leaf_days, extra_sans, now)
+    wanted = _Wanted(**options)
     paths = _prepare(state_dir)
     with _locked(paths):
         return _create(paths, wanted)
 
 
 def ensure_certificates(
-    state_dir: Path | str,
-    *,
-    service: str = DEFAULT_SERVICE,
-    namespace: str = DEFAULT_NAMESPACE,
-    key_type: KeyType = "ecdsa",
-    ca_days: int = DEFAULT_CA_DAYS,
-    leaf_days: int = DEFAULT_LEAF_DAYS,
-    extra_sans: tuple[str, ...] = (),
-    now: dt.datetime | None = None,
-    on_broken: OnBroken = "replace",
+    state_dir: Path | str, *, on_broken: OnBroken = "replace",
+    **options: Unpack[CertificateOptions],
 ) -> Ensured:
     """Create the state folder's files, or reuse them when they are good.
 
@@ -367,7 +359,8 @@ def ensure_certificates(
     `on_broken="raise"` (the CLI's `init` without `--force`). The key type of reused
     files is whatever they were made with.
     """
-    wanted = _Wanted(service, namespace, key_type, ca_days, leaf_days, extra_sans, now)
+    wanted = _Wanted(**options)
+    now = wanted.now
     paths = _prepare(state_dir)
     # Look before locking: good files in a read-only folder (a mounted Secret) are
     # reused without ever needing to create the lock file.
@@ -385,16 +378,7 @@ def ensure_certificates(
         return Ensured(paths, "leaf-issued", reason)
 
 
-def renew(
-    state_dir: Path | str,
-    *,
-    service: str = DEFAULT_SERVICE,
-    namespace: str = DEFAULT_NAMESPACE,
-    key_type: KeyType | None = None,
-    leaf_days: int = DEFAULT_LEAF_DAYS,
-    extra_sans: tuple[str, ...] = (),
-    now: dt.datetime | None = None,
-) -> CertifiedKey:
+def renew(state_dir: Path | str, **options: Unpack[CertificateOptions]) -> CertifiedKey:
     """Issue a new serving certificate signed by the folder's existing CA, unconditionally.
 
     Keeping the CA is the point: the `caBundle` in the webhook configurations stays
@@ -405,9 +389,10 @@ def renew(
     """
     paths = StatePaths.of(state_dir)
     with _locked(paths):
-        ca = load_authority(paths, now=now)
-        wanted = _Wanted(service, namespace, key_type or _current_key_type(paths, ca),
-                         leaf_days=leaf_days, extra_sans=extra_sans, now=now)
+        wanted = _Wanted(**options)
+        ca = load_authority(paths, now=wanted.now)
+        if wanted.key_type is None:
+            wanted = replace(wanted, key_type=_current_key_type(paths, ca))
         return _issue_leaf(paths, ca, wanted)
 
 
@@ -421,9 +406,9 @@ class _Wanted:
     The public functions take these as keywords; their helpers pass this one value.
     """
 
-    service: str
-    namespace: str
-    key_type: KeyType = "ecdsa"
+    service: str = DEFAULT_SERVICE
+    namespace: str = DEFAULT_NAMESPACE
+    key_type: KeyType | None = None  # ECDSA for new keys; see `renew`
     ca_days: int = DEFAULT_CA_DAYS
     leaf_days: int = DEFAULT_LEAF_DAYS
     extra_sans: tuple[str, ...] = ()
@@ -434,7 +419,7 @@ class _Wanted:
             ca,
             service=self.service,
             namespace=self.namespace,
-            key_type=self.key_type,
+            key_type=self.key_type or "ecdsa",
             valid_days=self.leaf_days,
             extra_sans=self.extra_sans,
             now=self.now,
@@ -442,7 +427,7 @@ class _Wanted:
 
 
 def _create(paths: StatePaths, wanted: _Wanted) -> Ensured:
-    ca = issue_ca(key_type=wanted.key_type, valid_days=wanted.ca_days, now=wanted.now)
+    ca = issue_ca(key_type=wanted.key_type or "ecdsa", valid_days=wanted.ca_days, now=wanted.now)
     leaf = wanted.serving_cert(ca)
     write_pair(paths.ca_cert, paths.ca_key, ca)
     write_pair(paths.tls_cert, paths.tls_key, leaf)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from draguard.schema.model.releases import (
     DEFAULT_RELEASE,
@@ -171,13 +171,13 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
     kubeconfig = pick("kubeconfig")
     return Config(
         host=pick("host") or "0.0.0.0",
-        port=_positive(pick("port"), DEFAULT_PORT, "port"),
+        port=_port(pick("port"), DEFAULT_PORT),
         state_dir=Path(pick("state-dir") or DEFAULT_STATE_DIR),
         cert=Path(cert) if cert else None,
         key=Path(key) if key else None,
-        workers=_positive(pick("workers"), 2, "workers"),
-        threads=_positive(pick("threads"), 4, "threads"),
-        keepalive=_positive(pick("keepalive"), 120, "keepalive"),
+        workers=_number(pick("workers"), 2, "workers", int),
+        threads=_number(pick("threads"), 4, "threads", int),
+        keepalive=_number(pick("keepalive"), 120, "keepalive", int),
         policy=Path(policy) if policy else None,
         release=_release(pick("kubernetes-version"), pick("feature-gates")),
         failure_mode="closed" if mode == "closed" else "open",
@@ -200,22 +200,31 @@ def parse_config(argv: Sequence[str], environ: Mapping[str, str] | None = None) 
 def _metrics_port(text: str | None, serving: str | None) -> int | None:
     if text is None:
         return None
-    port = _positive(text, 0, "port")
-    if port == _positive(serving, DEFAULT_PORT, "port"):
+    port = _port(text, 0)
+    if port == _port(serving, DEFAULT_PORT):
         raise ConfigError(f"--metrics-port must differ from --port ({port})")
     return port
 
 
-def _positive(text: str | None, default: int, name: str) -> int:
+_N = TypeVar("_N", int, float)
+
+
+def _number(text: str | None, default: _N, name: str, read: Callable[[str], _N], *,
+            most: _N | None = None, unit: str = "") -> _N:
+    """`text` read as an int or float (`read`) above 0, and at most `most` when given."""
     if text is None:
         return default
     try:
-        value = int(text)
+        value = read(text)
     except ValueError:
-        raise ConfigError(f"{name} must be a number, not {text!r}") from None
-    if value < 1 or (name == "port" and value > 65535):
-        raise ConfigError(f"{name} out of range: {value}")
+        raise ConfigError(f"{name} must be a number{unit}, not {text!r}") from None
+    if not (value > 0 and (most is None or value <= most)):  # NaN fails both
+        raise ConfigError(f"{name} out of range: {text}")
     return value
+
+
+def _port(text: str | None, default: int) -> int:
+    return _number(text, default, "port", int, most=65535)
 
 
 def _switch(text: str | None, name: str) -> bool:
@@ -231,15 +240,7 @@ def _switch(text: str | None, name: str) -> bool:
 
 
 def _seconds(text: str | None, default: float, name: str) -> float:
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, not {text!r}") from None
-    if not 0 < value <= 3600:
-        raise ConfigError(f"{name} out of range: {text}")
-    return value
+    return _number(text, default, name, float, most=3600.0, unit=" of seconds")
 
 
 def _release(text: str | None, gates: str | None) -> Release:

@@ -119,15 +119,29 @@ def _optional(inner: TypeInfo) -> TypeInfo:
 Overload = tuple[str, str, TypeInfo | None, tuple[TypeInfo, ...], TypeInfo]
 
 
+def _parsed_from_string(function: str, kind: TypeInfo, check: str, check_id: str) -> list[Overload]:
+    """A type read from a string: its constructor (`quantity("1Gi")`) and its test (`isQuantity`)."""
+    return [
+        (function, f"string_to_{function}", None, (STRING,), kind),
+        (check, check_id, None, (STRING,), BOOL),
+    ]
+
+
+def _comparisons(prefix: str, kind: TypeInfo) -> list[Overload]:
+    """The ordering methods Kubernetes' quantity and semver libraries both declare."""
+    return [
+        ("isGreaterThan", f"{prefix}_is_greater_than", kind, (kind,), BOOL),
+        ("isLessThan", f"{prefix}_is_less_than", kind, (kind,), BOOL),
+        ("compareTo", f"{prefix}_compare_to", kind, (kind,), INT),
+    ]
+
+
 def _quantity_overloads() -> list[Overload]:
     q = _t(QUANTITY)
     return [
-        ("quantity", "string_to_quantity", None, (STRING,), q),
-        ("isQuantity", "is_quantity_string", None, (STRING,), BOOL),
+        *_parsed_from_string("quantity", q, "isQuantity", "is_quantity_string"),
         ("sign", "quantity_sign", q, (), INT),
-        ("isGreaterThan", "quantity_is_greater_than", q, (q,), BOOL),
-        ("isLessThan", "quantity_is_less_than", q, (q,), BOOL),
-        ("compareTo", "quantity_compare_to", q, (q,), INT),
+        *_comparisons("quantity", q),
         ("add", "quantity_add", q, (q,), q),
         ("add", "quantity_add_int", q, (INT,), q),
         ("sub", "quantity_sub", q, (q,), q),
@@ -141,13 +155,10 @@ def _quantity_overloads() -> list[Overload]:
 def _semver_overloads() -> list[Overload]:
     s = _t(SEMVER)
     return [
-        ("semver", "string_to_semver", None, (STRING,), s),
+        *_parsed_from_string("semver", s, "isSemver", "is_semver_string"),
         ("semver", "string_bool_to_semver", None, (STRING, BOOL), s),
-        ("isSemver", "is_semver_string", None, (STRING,), BOOL),
         ("isSemver", "is_semver_string_bool", None, (STRING, BOOL), BOOL),
-        ("isGreaterThan", "semver_is_greater_than", s, (s,), BOOL),
-        ("isLessThan", "semver_is_less_than", s, (s,), BOOL),
-        ("compareTo", "semver_compare_to", s, (s,), INT),
+        *_comparisons("semver", s),
         ("major", "semver_major", s, (), INT),
         ("minor", "semver_minor", s, (), INT),
         ("patch", "semver_patch", s, (), INT),
@@ -174,15 +185,12 @@ def _lists_regex_overloads() -> list[Overload]:
 def _network_overloads() -> list[Overload]:
     url, ip, cidr = _t(URL), _t(IP), _t(CIDR)
     out: list[Overload] = [
-        ("url", "string_to_url", None, (STRING,), url),
-        ("isURL", "is_url_string", None, (STRING,), BOOL),
+        *_parsed_from_string("url", url, "isURL", "is_url_string"),
         ("getQuery", "url_get_query", url, (), _map(STRING, _list(STRING))),
-        ("ip", "string_to_ip", None, (STRING,), ip),
-        ("isIP", "is_ip", None, (STRING,), BOOL),
+        *_parsed_from_string("ip", ip, "isIP", "is_ip"),
         ("ip.isCanonical", "ip_is_canonical", None, (STRING,), BOOL),
         ("family", "ip_family", ip, (), INT),
-        ("cidr", "string_to_cidr", None, (STRING,), cidr),
-        ("isCIDR", "is_cidr", None, (STRING,), BOOL),
+        *_parsed_from_string("cidr", cidr, "isCIDR", "is_cidr"),
         ("containsIP", "cidr_contains_ip_ip", cidr, (ip,), BOOL),
         ("containsIP", "cidr_contains_ip_string", cidr, (STRING,), BOOL),
         ("containsCIDR", "cidr_contains_cidr", cidr, (cidr,), BOOL),

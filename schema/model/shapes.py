@@ -209,9 +209,9 @@ def _compile(node: Node, api_version: str) -> _Reader:
     if isinstance(node, Obj):
         return _object_reader(node, api_version)
     if isinstance(node, ListOf):
-        return _list_reader(_compile(node.item, api_version))
+        return _collection_reader(_compile(node.item, api_version), mapping=False)
     if isinstance(node, MapOf):
-        return _map_reader(_compile(node.value, api_version))
+        return _collection_reader(_compile(node.value, api_version), mapping=True)
     if node.kind == "string":
         return _read_string
     if node.kind in ("any", "raw"):
@@ -262,43 +262,33 @@ def _object_reader(node: Obj, api_version: str) -> _Reader:
     return read_object
 
 
-def _list_reader(item_reader: _Reader) -> _Reader:
+def _collection_reader(item_reader: _Reader, *, mapping: bool) -> _Reader:
+    """Read a JSON array, or (`mapping`) an object with free keys, item by item.
+
+    A malformed array item keeps its slot (as null) so later indexes stay the user's;
+    a malformed map value is left out. Map keys become strings (YAML may give others).
+    """
     strings = item_reader is _read_string
+    expected, json_name = (dict, "object") if mapping else (list, "array")
 
-    def read_list(value: Any, path: _Linked, out: list[FieldError]) -> Any:
-        if not isinstance(value, list):
-            return _wrong_type(value, "array", path, out)
-        items: list[Any] = []
-        for i, item in enumerate(value):
+    def read_collection(value: Any, path: _Linked, out: list[FieldError]) -> Any:
+        if not isinstance(value, expected):
+            return _wrong_type(value, json_name, path, out)
+        result: dict[Any, Any] = {}
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if mapping and type(key) is not str:
+                key = str(key)
             if strings and isinstance(item, str):
-                items.append(item)
+                result[key] = item
                 continue
-            clean = item_reader(item, (path, i), out)
-            # A malformed item keeps its slot (as null) so later indexes stay the user's.
-            items.append(None if clean is _DROP else clean)
-        return items
-
-    return read_list
-
-
-def _map_reader(value_reader: _Reader) -> _Reader:
-    strings = value_reader is _read_string
-
-    def read_map(value: Any, path: _Linked, out: list[FieldError]) -> Any:
-        if not isinstance(value, dict):
-            return _wrong_type(value, "object", path, out)
-        result = {}
-        for key, item in value.items():
-            if strings and type(key) is str and isinstance(item, str):
-                result[key] = item  # the common label: str(key) would be `key` itself
-                continue
-            name = str(key)
-            clean = value_reader(item, (path, MapKey(name)), out)
+            clean = item_reader(item, (path, MapKey(key) if mapping else key), out)
             if clean is not _DROP:
-                result[name] = clean
-        return result
+                result[key] = clean
+            elif not mapping:
+                result[key] = None
+        return result if mapping else list(result.values())
 
-    return read_map
+    return read_collection
 
 
 def _flat(path: _Linked) -> FieldPath:
@@ -356,22 +346,18 @@ def _read_scalar(value: Any, path: _Linked, out: list[FieldError], *, node: Scal
     return value
 
 
+# JSON's type names by Python type; bool before int, since a bool is also an int.
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+    (list, "array"), (dict, "object"),
+)
+
+
 def json_type(value: Any) -> str:
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)),
+                type(value).__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,20 @@
 """The pre-commit hooks, run by the real `pre-commit` against a throwaway repository.
 
 pre-commit clones this repository at its current commit (so the hooks file tested is the
-committed one), builds the hook's virtualenv with pip, and runs the hooks on the files of
-a new repository: a claim with a mistake and one with a fixable warning.
+committed one), builds the hook's virtualenv, pip-installs draguard from the clone, and runs
+the hooks on the files of a new repository: a claim with a mistake and one with a fixable
+warning. What a user's machine would download is already installed here, so pip is shown
+the test environment's packages (PYTHONPATH, no index): it still resolves draguard's
+declared dependencies against them and builds draguard from the clone, but installs
+draguard alone instead of unpacking some thirty wheels, offline.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +39,20 @@ pytestmark = [
 ]
 
 
+# What the hook's own virtualenv brings (its installer) or must build itself (draguard).
+_OWN = ("draguard", "_distutils_hack", "pip", "setuptools", "pkg_resources", "__pycache__")
+
+
+def _dependencies(folder: Path) -> Path:
+    """A folder linking every package installed for the tests except draguard and pip's own."""
+    folder.mkdir()
+    for installed in Path(site.getsitepackages()[0]).iterdir():
+        own = installed.name.startswith("__editable__") or installed.suffix == ".pth"
+        if not own and re.split(r"[-.]", installed.name)[0] not in _OWN:
+            (folder / installed.name).symlink_to(installed)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Run both hooks once on a repository with a broken and a fixable claim."""
@@ -46,7 +66,11 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     config = {"repos": [{"repo": str(ROOT), "rev": head,
                          "hooks": [{"id": "draguard-lint"}, {"id": "draguard-fix"}]}]}
     (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    deps = _dependencies(tmp_path_factory.mktemp("site") / "packages")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("pre-commit-home")),
+           # pip reads PIP_NO_BUILD_ISOLATION=0 as --no-build-isolation: draguard is built
+           # with the setuptools virtualenv seeds rather than one installed for the build.
+           "PYTHONPATH": str(deps), "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0",
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
     for argv in (["git", "init", "-q"], ["git", "add", "-A"]):

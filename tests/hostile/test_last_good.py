@@ -63,6 +63,7 @@ def test_new_worker_after_policy_broke_enforces_last_good_policy(
         reply = api.review(review(GPU_CLAIM, uid=f"p{i}"), path="/mutate", fresh=True)
         assert patch_of(reply) == good
     assert api.request("GET", "/readyz", fresh=True).status == 200
+    api.close()  # an idle kept-alive connection would hold the graceful stop
 
 
 def test_invalid_policy_at_start_is_not_ready(tmp_path: Path) -> None:

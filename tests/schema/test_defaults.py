@@ -14,6 +14,7 @@ from typing import Any
 import corpus
 import pytest
 import strategies
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -91,7 +92,9 @@ def test_prepare_defaults_the_corpus_with_it() -> None:
         _check_prepare(case.document)
 
 
-@settings(max_examples=200, suppress_health_check=list(HealthCheck), deadline=None)
+# 100 generated documents in CI, each compared under every checked release (the corpus
+# test above covers the hand-written cases); the `deep` profile scales it (budget.py).
+@settings(max_examples=examples(100), suppress_health_check=list(HealthCheck), deadline=None)
 @given(strategies.documents(flaws=True))
 def test_prepare_defaults_generated_documents_with_it(document: dict[str, Any]) -> None:
     """On generated documents (flaws included), `prepare` gives reading then `default_claim_spec`."""
@@ -104,7 +107,7 @@ def _raw_claim(version: str, requests: list[Any]) -> dict[str, Any]:
             "spec": {"devices": {"requests": requests}}}
 
 
-@settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=list(HealthCheck), deadline=None)
 @given(
     st.sampled_from(["v1", "v1beta2", "v1beta1"]),
     st.lists(st.dictionaries(REQUEST_KEYS, REQUEST_VALUES, max_size=6), max_size=3),

@@ -154,6 +154,7 @@ def start_server(folder: Path, *extra: str, workers: int = 2, threads: int = 4) 
 
 
 PORT_ATTEMPTS = 3
+REVIEW_TIMEOUT = 20  # seconds: below the clients' hang bounds (30 s) and socket timeout (60 s)
 
 
 class PortTaken(RuntimeError):
@@ -167,7 +168,12 @@ def _start_once(folder: Path, *extra: str, workers: int, threads: int) -> Server
     argv = [sys.executable, "-m", "draguard.webhook.cli.main", "serve", "--host", "127.0.0.1",
             "--port", str(port), "--state-dir", str(folder / "state"),
             "--workers", str(workers), "--threads", str(threads),
-            "--metrics-dir", str(folder / "metrics"), *extra]
+            "--metrics-dir", str(folder / "metrics"),
+            # The verdicts these tests check must not depend on how loaded the machine is:
+            # past the review deadline (1 s by default) a slow review gets the failure mode's
+            # answer instead. The deadline has its own tests (test_deadline.py,
+            # hostile/test_slow_clients.py), which pass their own --review-timeout in `extra`.
+            "--review-timeout", str(REVIEW_TIMEOUT), *extra]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRAGUARD_")}
     with open(log_file, "wb") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
