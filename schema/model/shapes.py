@@ -105,7 +105,9 @@ def _exact_fields(release: Release, *, admin: bool) -> dict[str, Node]:
         fields["capacity"] = CAPACITY
     if release.has_derived_attributes:
         # Newest types only (§2.1); its alpha gate is off, so it is dropped, not rejected (§3.8).
-        fields["derivedAttributes"] = ListOf(Obj("DeviceDerivedAttribute", {}, open=True))
+        fields["derivedAttributes"] = ListOf(
+            Obj("DeviceDerivedAttribute", {"name": STRING, "expression": STRING}, open=True)
+        )
     return fields
 
 

@@ -9,7 +9,8 @@ sends an example AdmissionReview. The bundle itself is printed only on request
 
     draguard serve [--host H] [--port P] [--state-dir DIR] [--cert FILE --key FILE]
                    [--service NAME] [--namespace NS] [--client-ca FILE] [--policy FILE]
-                   [--kubernetes-version V] [--failure-mode open|closed]
+                   [--kubernetes-version V] [--feature-gates G=B,...]
+                   [--failure-mode open|closed]
                    [--review-timeout S] [--read-timeout S]
                    [--workers N] [--threads N] [--keepalive SECONDS]
                    [--cluster-view [--kubeconfig FILE]]
