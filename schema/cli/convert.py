@@ -29,7 +29,7 @@ from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import DEFAULT_RELEASE, KINDS
-from draguard.schema.read import templates
+from draguard.schema.read import templates, yamledit
 from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.jsondecode import loads_checked
 from draguard.schema.read.sources import (
@@ -45,14 +45,6 @@ from draguard.schema.read.sources import (
 from draguard.schema.read.textedit import HEAD as _HEAD
 from draguard.schema.read.textedit import TAIL as _TAIL
 from draguard.schema.read.textedit import Declined, edit_document, located, read
-from draguard.schema.read.yamledit import (
-    Donors,
-    apply,
-    check_expansion,
-    dump_documents,
-    load_documents,
-    to_plain,
-)
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
@@ -182,7 +174,7 @@ def _convert_chunk(
         _say(notes)
         if outcome is None:
             return None, refused
-        return json.dumps(to_plain(outcome), indent=2, ensure_ascii=False), refused
+        return json.dumps(yamledit.to_plain(outcome), indent=2, ensure_ascii=False), refused
     value = read(chunk.text)
     if value is None:  # lint's reader: a scalar YAML 1.1 reads apart, or a repeated key
         parsed = parse(chunk)
@@ -241,7 +233,7 @@ def _convert_round_trip(
     tail = _TAIL.search(chunk.text, body_start)
     body_end = tail.start() if tail else len(chunk.text)
     try:
-        documents = load_documents(chunk.text[body_start:body_end])
+        documents = yamledit.load_documents(chunk.text[body_start:body_end])
     except DuplicateKeyError:
         # ruamel names the second key only: draguard's own reader has both places.
         parsed = parse(chunk)
@@ -252,7 +244,7 @@ def _convert_round_trip(
         return None, False  # not a claim: left as it is, as lint leaves it
     if len(documents) != 1:
         return None, False
-    check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
+    yamledit.check_expansion(documents[0], 10_000 + 10 * len(chunk.text))
     outcome, refused, notes = _convert_one(
         chunk.file, chunk.index, documents[0], target, options, allow_loss
     )
@@ -262,7 +254,7 @@ def _convert_round_trip(
     before = chunk.text[:body_start]
     if not head and chunk.text.startswith("---"):
         before = "---\n"  # `--- {inline: document}`: the marker on a line of its own
-    return before + dump_documents([outcome]) + chunk.text[body_end:], refused
+    return before + yamledit.dump_documents([outcome]) + chunk.text[body_end:], refused
 
 
 def _checked_kind(document: Any) -> bool:
@@ -324,7 +316,7 @@ def _convert_object(
     where: str, node: Any, target: str, options: Options, allow_loss: bool,
     notes: list[str], round_trip: bool,
 ) -> tuple[Any, bool]:
-    conversion = convert_document(to_plain(node) if round_trip else node, target,
+    conversion = convert_document(yamledit.to_plain(node) if round_trip else node, target,
                                   options=options)
     if not conversion.is_dra or conversion.document is None:
         return None, False
@@ -335,7 +327,7 @@ def _convert_object(
     if not round_trip:
         unchanged = not conversion.losses and conversion.document == node
         return (None if unchanged else conversion.document), False
-    return apply(node, conversion.document, Donors(node)), False
+    return yamledit.apply(node, conversion.document, yamledit.Donors(node)), False
 
 
 def _emit(results: list[tuple[str, FileResult]], *, in_place: bool) -> None:

@@ -17,14 +17,7 @@ from contextlib import contextmanager
 from typing import BinaryIO, TextIO
 
 from draguard.schema import explain
-from draguard.schema.cli.frame import (
-    Parser,
-    UsageError,
-    add_feature_gates,
-    parse_patch,
-    release_with_gates,
-    write,
-)
+from draguard.schema.cli import frame
 from draguard.schema.cluster.inventory import (
     Inventory,
     add_objects,
@@ -44,7 +37,7 @@ OLDEST_EXPLAINED = 34  # v1 objects and the prioritized list's beta start here
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="draguard explain", description=__doc__.splitlines()[0])
+    parser = frame.Parser(prog="draguard explain", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files, folders (*.yaml *.yml *.json, recursively) or - for stdin: "
                              "Pods, claims, templates, DeviceClasses, ResourceSlices, Nodes")
@@ -52,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubernetes-version", default=releases.DEFAULT_RELEASE.name,
                         help="imitate this release, 1.34 to 1.37, or a patch release "
                              "such as 1.35.2 (default: %(default)s)")
-    add_feature_gates(parser)
+    frame.add_feature_gates(parser)
     parser.add_argument("--node", metavar="NAME", help="only this node, with its full story")
     parser.add_argument("-n", "--namespace",
                         help="namespace for objects without one, as kubectl fills it "
@@ -104,8 +97,8 @@ def _run(argv: Sequence[str], stdin: BinaryIO | None, stdout: TextIO | None,
         args = parser.parse_args(list(argv))
         release = _release(args.kubernetes_version, args.feature_gates)
         if not args.paths and not args.from_cluster:
-            raise UsageError("give PATHs, --from-cluster, or both")
-    except UsageError as exc:
+            raise frame.UsageError("give PATHs, --from-cluster, or both")
+    except frame.UsageError as exc:
         err.write(f"{parser.format_usage()}draguard explain: error: {exc}\n")
         return EXIT_USAGE
     except SystemExit as exc:  # --help
@@ -131,13 +124,13 @@ def _run(argv: Sequence[str], stdin: BinaryIO | None, stdout: TextIO | None,
         err.write(f"draguard explain: no node named {args.node!r} in the inputs\n")
         return EXIT_USAGE
     result = explain.explain(inventory, release=release,
-                             patch=parse_patch(args.kubernetes_version), node_name=args.node)
+                             patch=frame.parse_patch(args.kubernetes_version), node_name=args.node)
     if keep is not None:
         keep.append(result)
     if args.output == "json":
-        write(out, json.dumps(explain.to_json(result), ensure_ascii=False) + "\n")
+        frame.write(out, json.dumps(explain.to_json(result), ensure_ascii=False) + "\n")
     else:
-        write(out, explain.render_text(result, detail=args.node is not None))
+        frame.write(out, explain.render_text(result, detail=args.node is not None))
     if not result.pods:
         err.write("draguard explain: nothing to explain: no Pod and no unallocated claim\n")
         return EXIT_UNSCHEDULABLE
@@ -172,9 +165,9 @@ def _from_cluster(args: argparse.Namespace, release: releases.Release,
 
 
 def _release(version: str, gates: str) -> releases.Release:
-    release, _ = release_with_gates(version, gates)
+    release, _ = frame.release_with_gates(version, gates)
     if not OLDEST_EXPLAINED <= release.minor <= NEWEST_EXPLAINED:
-        raise UsageError(f"explain imitates Kubernetes 1.{OLDEST_EXPLAINED} to "
+        raise frame.UsageError(f"explain imitates Kubernetes 1.{OLDEST_EXPLAINED} to "
                           f"1.{NEWEST_EXPLAINED}, not {version}")
     return release
 

@@ -27,15 +27,7 @@ from ruamel.yaml.error import YAMLError
 
 from draguard.schema.advice.claims import config_reference_rewrites
 from draguard.schema.model.shapes import identify
-from draguard.schema.read.sources import (
-    STDIN,
-    Parsed,
-    Source,
-    Unreadable,
-    expand_paths,
-    parse,
-    read_source,
-)
+from draguard.schema.read import sources
 from draguard.schema.read.textedit import Declined, edit_document, located, read
 from draguard.schema.read.yamledit import dump_documents, load_documents, to_plain
 
@@ -66,8 +58,8 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return EXIT_OK if exc.code == 0 else EXIT_USAGE
     status = EXIT_OK
-    for path in expand_paths(args.paths):
-        if path == STDIN:
+    for path in sources.expand_paths(args.paths):
+        if path == sources.STDIN:
             print("draguard fix: stdin cannot be rewritten in place; name a file", file=sys.stderr)
             status = EXIT_USAGE
             continue
@@ -77,8 +69,8 @@ def main(argv: Sequence[str]) -> int:
 
 def fix_file(path: str, *, dry_run: bool = False) -> int:
     """Rewrite one file; print each change as `file: field: old → new`; return its exit code."""
-    source = read_source(path)
-    if isinstance(source, Unreadable):
+    source = sources.read_source(path)
+    if isinstance(source, sources.Unreadable):
         print(f"draguard fix: {source.name}: {source.reason}", file=sys.stderr)
         return EXIT_USAGE
     by_text = _fix_by_text(source)
@@ -110,7 +102,7 @@ _Rewrite = tuple[int, str, list[str], list[str], bool]
 _MARKER_LINE = re.compile(r"^---(?:[ \t]|$)", re.M)
 
 
-def _fix_by_text(source: Source) -> tuple[str | None, list[_Rewrite]] | None:
+def _fix_by_text(source: sources.Source) -> tuple[str | None, list[_Rewrite]] | None:
     """The file's new text (None: nothing to write) and its rewrites, edited as text at
     lint's reading of each document (`textedit`); None when the text path cannot be
     sure of some document (then the whole file takes the round-trip way, as before).
@@ -125,8 +117,8 @@ def _fix_by_text(source: Source) -> tuple[str | None, list[_Rewrite]] | None:
         previous_end = start + len(chunk.text)
         value = read(chunk.text) if chunk.format == "yaml" else None
         if value is None:
-            parsed = parse(chunk)
-            if not isinstance(parsed, Parsed) or parsed.duplicates:
+            parsed = sources.parse(chunk)
+            if not isinstance(parsed, sources.Parsed) or parsed.duplicates:
                 return None
             value = parsed.value
         devices = _devices(value)

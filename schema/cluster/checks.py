@@ -30,8 +30,7 @@ from draguard.schema.cluster.facts import (
     offer,
 )
 from draguard.schema.cluster.inventory import Claim
-from draguard.schema.cluster.quantity import parse_quantity
-from draguard.schema.cluster.quota import QuotaVerdict, claim_charge
+from draguard.schema.cluster.quota import QuotaVerdict, claim_charge, quantities
 from draguard.schema.cluster.settings import (
     CLUSTER_CODES,
     DEFAULT_SETTINGS,
@@ -262,8 +261,8 @@ def _limits(snapshot: _Snapshot, namespace: str) -> tuple[_Limit, ...]:
         limits: list[_Limit] = []
         for quota in snapshot.quotas.get(namespace) or ():
             name = str((quota.get("metadata") or {}).get("name", ""))
-            hard = _quantities((quota.get("spec") or {}).get("hard"))
-            used = _quantities((quota.get("status") or {}).get("used"))
+            hard = quantities((quota.get("spec") or {}).get("hard"))
+            used = quantities((quota.get("status") or {}).get("used"))
             for resource, limit in sorted(hard.items()):
                 spent = used.get(resource, Fraction(0))
                 room = limit - spent
@@ -272,16 +271,6 @@ def _limits(snapshot: _Snapshot, namespace: str) -> tuple[_Limit, ...]:
         found = tuple(limits)
         _remember(snapshot.cache, key, found)
     return found
-
-
-def _quantities(value: Any) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    if isinstance(value, Mapping):
-        for resource, amount in value.items():
-            parsed = parse_quantity(amount)
-            if parsed is not None:
-                out[str(resource)] = parsed
-    return out
 
 
 def _unknown_messages(snapshot: _Snapshot, expression: str,

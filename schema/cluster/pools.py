@@ -243,13 +243,7 @@ def _gathered(index: SliceIndex, node: Node, features: Features) -> dict[tuple[s
         # counter sets or per-device selection (read_slice allows one selection field),
         # so `_add_slice` alone decides.
         for found in index.by_node.get(node.name, ()):
-            # `_add_slice`, inlined: this loop runs for every slice of the cluster.
-            key = (found.driver, found.pool)
-            members = pools.get(key)
-            if members is None or found.generation > members[0].generation:
-                pools[key] = [found]
-            elif found.generation == members[0].generation:
-                members.append(found)
+            _add_slice(pools, found)
         return pools
     for found in index.for_node(node):
         if not features.partitionable_devices and (found.per_device_node_selection

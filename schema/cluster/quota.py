@@ -81,8 +81,8 @@ def check_quotas(namespace: str, claims: Iterable[Claim],
         meta = quota.get("metadata") if isinstance(quota.get("metadata"), dict) else {}
         if (meta or {}).get("namespace", "default") != namespace:
             continue
-        hard = _quantities((quota.get("spec") or {}).get("hard"))
-        used = _quantities((quota.get("status") or {}).get("used"))
+        hard = quantities((quota.get("spec") or {}).get("hard"))
+        used = quantities((quota.get("status") or {}).get("used"))
         for resource, limit in sorted(hard.items()):
             if resource in total:
                 verdicts.append(QuotaVerdict(str((meta or {}).get("name", "")), resource, limit,
@@ -90,9 +90,10 @@ def check_quotas(namespace: str, claims: Iterable[Claim],
     return verdicts
 
 
-def _quantities(value: Any) -> dict[str, Fraction]:
+def quantities(value: Any) -> dict[str, Fraction]:
+    """A quota's `hard` or `used` map as exact amounts; unparsable amounts are left out."""
     out: dict[str, Fraction] = {}
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         for key, amount in value.items():
             parsed = parse_quantity(amount)
             if parsed is not None:
