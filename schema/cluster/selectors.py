@@ -27,7 +27,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from cel_expr_python import cel
 
 from draguard.schema.cel import environment as checker
@@ -156,13 +155,12 @@ _IMPLS: dict[str, Any] = {
 }
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @functools.lru_cache(maxsize=2)
 def _environment(consumable_capacity: bool) -> cel.Env:
-    # libyaml's loader: the pure-Python one took most of the build.
-    config = _retyped(yaml.load(checker.config_yaml(), Loader=_LOADER))
+    # The checker's config is written as JSON (`config_yaml`): read back as JSON, with no
+    # YAML library imported for it (PyYAML's import and load were a tenth of a 5,000-node
+    # explain's fixed cost, bench/RESULTS.md issue 19).
+    config = _retyped(json.loads(checker.config_yaml()))
     for function in config["functions"]:
         function["overloads"] = [o for o in function["overloads"] if o["id"] not in _DROPPED]
     config["variables"] = [v for v in config["variables"] if v["name"] != "device"]

@@ -39,6 +39,8 @@ def _run_json(*argv: str) -> tuple[int, dict[str, Any], str]:
     pytest.param(lambda objs: "\n".join(json.dumps(o) for o in objs), id="a-stream-of-values"),
     pytest.param(lambda objs: "\ufeff \n" + json.dumps(objs[0]) + "\n" + json.dumps(
         {"apiVersion": "v1", "kind": "List", "items": objs[1:]}), id="bom-and-two-values"),
+    pytest.param(lambda objs: "\ufeff\n" + json.dumps({"apiVersion": "v1", "kind": "List",
+                                                        "items": objs}), id="bom-and-one-list"),
 ])
 def test_json_files_explain_as_the_yaml_does(tmp_path: Path, layout: Any) -> None:
     """A JSON file read in one decode (one value) or value by value gives the same answer."""
@@ -46,6 +48,13 @@ def test_json_files_explain_as_the_yaml_does(tmp_path: Path, layout: Any) -> Non
     path.write_text(layout(_objects()), encoding="utf-8")
     expected = _run_json(str(CLUSTER))
     assert _run_json(str(path)) == expected
+
+
+def test_an_empty_json_file_adds_nothing(tmp_path: Path) -> None:
+    """A file that cannot be mapped (empty) is read instead, as any other is."""
+    path = tmp_path / "empty.json"
+    path.write_bytes(b"")
+    assert _run_json(str(CLUSTER), str(path)) == _run_json(str(CLUSTER))
 
 
 def test_broken_json_is_a_finding_with_its_line(tmp_path: Path) -> None:

@@ -43,6 +43,16 @@ def test_values_without_lone_surrogates_are_read_as_json_reads_them(value: objec
         assert decoded == json.loads(text)
 
 
+@pytest.mark.parametrize("offset", range(-20, 2))
+def test_a_long_integer_across_the_scan_windows_is_read_exactly(offset: int) -> None:
+    """The digit runs are looked for window by window: a run across a window's end counts."""
+    big = 12345678901234567890123  # beyond 64 bits: orjson would make a float of it
+    pad = jsondecode._WINDOW + offset - len('{"p": "", "n": ')
+    data = f'{{"p": "{"x" * pad}", "n": {big}}}'.encode()
+    assert data.index(b"1234") == jsondecode._WINDOW + offset
+    assert _same(jsondecode.loads_utf8(data), {"p": "x" * pad, "n": big})
+
+
 def _same(a: object, b: object) -> bool:
     """Equal with the same types all the way down (1 is not 1.0 nor True); NaN equals NaN.
 
