@@ -29,8 +29,8 @@ from draguard.schema.model import releases
 EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
 # The dispatcher ends a `draguard explain` process with `os._exit` once its output is
 # flushed (webhook/cli/main.py, `EXIT_WITHOUT_FREEING`): the model and the answer are
-# not worth freeing object by object at exit (about 0.5 s at 50,000 nodes,
-# bench/RESULTS.md issue 19).
+# not worth freeing object by object at exit: at 50,000 nodes that is a visible part of
+# the command's time (figures in bench/RESULTS.md, issue 19).
 EXIT_WITHOUT_FREEING = True
 NEWEST_EXPLAINED = 37
 OLDEST_EXPLAINED = 34  # v1 objects and the prioritized list's beta start here

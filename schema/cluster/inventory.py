@@ -167,9 +167,9 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
 def _expanded(paths: Iterable[str]) -> Iterator[str]:
     """`sources.expand_paths`, without importing lint's readers for a file named as such.
 
-    Their YAML readers cost every start about 0.04 s of imports (compiling the block
-    grammar), which a run on `kubectl get -o json` files never uses (bench/RESULTS.md
-    issue 19); they are imported when a folder, stdin or a YAML document comes.
+    Importing their YAML readers compiles the block grammar at every start, which a run on
+    `kubectl get -o json` files never uses (figures in bench/RESULTS.md, issue 19); they are
+    imported when a folder, stdin or a YAML document comes.
     """
     for path in paths:
         if path != "-" and os.path.isfile(path):
