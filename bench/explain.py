@@ -116,7 +116,8 @@ def write_input(objects: list[dict[str, Any]], folder: str, form: str) -> str:
 
 # The command's environment: Python's bytecode cached, as a user's install has it (pip
 # compiles it on install). Without the cache (PYTHONDONTWRITEBYTECODE, set on the
-# helpers' machines) every start compiles draguard's sources again: about 0.12 s CPU.
+# helpers' machines) every start compiles draguard's sources again, which no installed
+# draguard pays (the figure is in bench/RESULTS.md, issue 19).
 BYTECODE = os.path.join(tempfile.gettempdir(), "draguard-bench-explain-bytecode")
 CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
              "PYTHONPYCACHEPREFIX": BYTECODE}

@@ -18,21 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeApi, bookmark, device_class, namespace
+from fakeapi import (
+    MISSING_CLASS_CLAIM,
+    MISSING_FIELD,
+    FakeApi,
+    bookmark,
+    device_class,
+    namespace,
+)
 
 from .conftest import is_admission_review, review, start_server
 from .test_memory import workers_of
 
 DEVICES = 100_000
 DRIVER = "gpu.example.com"
-CLAIM: dict[str, Any] = {
-    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-    "metadata": {"name": "c", "namespace": "default"},
-    "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
-        {"name": "a", "deviceClassName": "gpu.example.com"},
-        {"name": "b", "deviceClassName": "missing.example.com"}]}]}},
-}
-MISSING_FIELD = "spec.devices.requests[0].firstAvailable[1].deviceClassName"
+CLAIM = MISSING_CLASS_CLAIM
 # Lines that are not watch events, each answered by counting it and watching again.
 GARBAGE = (
     b"\x00\xffnot json{\n",

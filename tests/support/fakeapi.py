@@ -243,6 +243,18 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
             "message": message, "reason": reason, "code": code}
 
 
+# A claim whose second alternative names a class the fake cluster lacks (`class-missing`
+# at MISSING_FIELD), served by the webhook and hostile cluster-view tests.
+MISSING_CLASS_CLAIM: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"name": "c", "namespace": "default"},
+    "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+        {"name": "a", "deviceClassName": "gpu.example.com"},
+        {"name": "b", "deviceClassName": "missing.example.com"}]}]}},
+}
+MISSING_FIELD = "spec.devices.requests[0].firstAvailable[1].deviceClassName"
+
+
 def device_class(name: str, version: str = "1") -> dict[str, Any]:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
             "metadata": {"name": name, "resourceVersion": version}, "spec": {}}

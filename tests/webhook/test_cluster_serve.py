@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeApi, device_class, namespace
+from fakeapi import (
+    MISSING_CLASS_CLAIM,
+    MISSING_FIELD,
+    FakeApi,
+    device_class,
+    namespace,
+)
 from flask import Flask
 
 from draguard.webhook.app import create_app
@@ -21,14 +27,7 @@ from draguard.webhook.routes import WebhookState
 
 from .conftest import start_server
 
-CLAIM: dict[str, Any] = {
-    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-    "metadata": {"name": "c", "namespace": "default"},
-    "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
-        {"name": "a", "deviceClassName": "gpu.example.com"},
-        {"name": "b", "deviceClassName": "missing.example.com"}]}]}},
-}
-MISSING_FIELD = "spec.devices.requests[0].firstAvailable[1].deviceClassName"
+CLAIM = MISSING_CLASS_CLAIM
 DENY_POLICY = "clusterChecks:\n  class-missing: deny\n"
 
 
