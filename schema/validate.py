@@ -105,7 +105,7 @@ class Verdict:
         return not self.skipped and not self.errors
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """A document taken through the create pipeline up to (not including) the rules."""
 
@@ -258,7 +258,9 @@ class _SpecMemo:
                 relevant = _content(relevant)  # not text: bytes, which no tuple equals
                 if relevant is None:
                     return None
-        content = _content({k: v for k, v in obj.items() if k != "metadata"})
+        rest = dict(obj)  # all but metadata, in the object's order
+        rest.pop("metadata", None)
+        content = _content(rest)
         if content is None:
             return None
         return (content, relevant, *self._options_key(options))
@@ -397,7 +399,7 @@ def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     if kind == "ResourceClaimTemplate":
         errors += validate_template_meta(document["spec"].get("metadata", {}), _TEMPLATE_METADATA)
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
-    if options.release.declarative_beta:
+    if spec_errors and options.release.declarative_beta:  # (nothing to merge in a valid spec)
         spec_errors = merge_declarative(list(spec_errors), prepared.claim_spec,
                                         prepared.spec_path, prepared.doc_type.version)
     if prepared.origins is None:

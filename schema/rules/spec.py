@@ -119,31 +119,21 @@ class Rules:
 
     # `validateSlice`'s limit (rules 3, 5, 8, 14, 17): in 1.35+ TooMany short-circuits
     # the items; before, the items are checked and TooMany follows their errors. Each
-    # list check asks `_limit_stops` first and calls `_limit_after` once done.
-
-    def _limit_stops(self, items: Items, max_items: int, path: _Parts, out: Errors) -> bool:
-        """Over the limit in 1.35+: TooMany reported, and the items are not checked."""
-        if len(items) > max_items and self._short_circuit:
-            out.append(too_many(FieldPath(path), len(items), max_items))
-            return True
-        return False
-
-    @staticmethod
-    def _limit_after(items: Items, max_items: int, path: _Parts, out: Errors) -> None:
-        """Over the limit before 1.35: TooMany after the items' errors."""
-        if len(items) > max_items:
-            out.append(too_many(FieldPath(path), len(items), max_items))
+    # list check asks `over and self._short_circuit` first and adds `_too_many` once done.
 
     def _check_list(
         self, items: Items, max_items: int, check: Check, path: _Parts, out: Errors
     ) -> None:
         """`validateSlice`: every item that is a mapping, within the limit."""
-        if self._limit_stops(items, max_items, path, out):
+        over = len(items) > max_items
+        if over and self._short_circuit:
+            out.append(_too_many(items, max_items, path))
             return
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
                 check(item, (*path, i), out)
-        self._limit_after(items, max_items, path, out)
+        if over:
+            out.append(_too_many(items, max_items, path))
 
     def _check_named_set(
         self, items: Items, max_items: int, check: Check, path: _Parts, out: Errors
@@ -153,7 +143,9 @@ class Rules:
         Duplicates follow all item errors; their path is the list index since 1.35
         (before: `[i].name`, rule 4 version note).
         """
-        if self._limit_stops(items, max_items, path, out):
+        over = len(items) > max_items
+        if over and self._short_circuit:
+            out.append(_too_many(items, max_items, path))
             return
         seen: set[Any] = set()
         repeated: list[tuple[int, Any]] = []
@@ -167,7 +159,8 @@ class Rules:
         for i, name in repeated:  # after every item's own errors
             at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
             out.append(duplicate(FieldPath(at), name))
-        self._limit_after(items, max_items, path, out)
+        if over:
+            out.append(_too_many(items, max_items, path))
 
     # -- claim spec ----------------------------------------------------------------------
 
@@ -224,7 +217,9 @@ class Rules:
         derived: DerivedChecks | None = None, name: Any = "",
     ) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        _check_device_class(exact.get("deviceClassName", ""), path, out)
+        device_class = exact.get("deviceClassName", "")
+        if not device_class or not is_dns1123_subdomain(device_class):
+            _check_device_class(device_class, path, out)
         self._check_device_fields(exact, path, out, derived, name)
 
     def _check_subrequest(
@@ -235,7 +230,9 @@ class Rules:
         name = sub.get("name", "")
         if not is_dns1123_label(name):
             _bad_request_name(name, path, out)
-        _check_device_class(sub.get("deviceClassName", ""), path, out)
+        device_class = sub.get("deviceClassName", "")
+        if not device_class or not is_dns1123_subdomain(device_class):
+            _check_device_class(device_class, path, out)
         self._check_device_fields(sub, path, out, derived,
                                   "" if derived is None else f"{parent}/{name}")
 
@@ -265,7 +262,9 @@ class Rules:
 
     def _check_selectors(self, selectors: list[Any], path: _Parts, out: Errors) -> None:
         """Rule 14 over a request's selectors, within their limit (`_check_list`)."""
-        if self._limit_stops(selectors, SELECTORS_MAX, path, out):
+        over = len(selectors) > SELECTORS_MAX
+        if over and self._short_circuit:
+            out.append(_too_many(selectors, SELECTORS_MAX, path))
             return
         passing = self._passing
         for i, selector in enumerate(selectors):
@@ -274,7 +273,8 @@ class Rules:
                 # The usual selector: an expression already known to compile cleanly.
                 if not isinstance(cel, dict) or cel.get("expression", "") not in passing:
                     self._check_selector(selector, (*path, i), out)
-        self._limit_after(selectors, SELECTORS_MAX, path, out)
+        if over:
+            out.append(_too_many(selectors, SELECTORS_MAX, path))
 
     def _check_selector(self, selector: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
@@ -329,10 +329,13 @@ class Rules:
         self, refs: list[Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
         """`validateSet` over request references (rule 17): items, then duplicates."""
-        if self._limit_stops(refs, REQUESTS_MAX, path, out):
+        over = len(refs) > REQUESTS_MAX
+        if over and self._short_circuit:
+            out.append(_too_many(refs, REQUESTS_MAX, path))
             return
         _each_reference(refs, path, names, out)
-        self._limit_after(refs, REQUESTS_MAX, path, out)
+        if over:
+            out.append(_too_many(refs, REQUESTS_MAX, path))
 
     def _check_constraint(
         self, constraint: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
@@ -400,6 +403,10 @@ class Rules:
             out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
 
 
+def _too_many(items: Items, max_items: int, path: _Parts) -> FieldError:
+    return too_many(FieldPath(path), len(items), max_items)
+
+
 def _empty_part(path: _Parts, detail: str, *, new: bool) -> FieldError:
     return invalid(FieldPath(path), "", detail) if new else required(FieldPath(path), detail)
 
@@ -415,7 +422,8 @@ def _bad_request_name(name: str, parent: _Parts, out: Errors) -> None:
 
 
 def _check_device_class(name: str, parent: _Parts, out: Errors) -> None:
-    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain."""
+    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
+    (called for a name that is empty or not a subdomain)."""
     if not name:
         out.append(required(FieldPath((*parent, "deviceClassName"))))
     elif not is_dns1123_subdomain(name):
