@@ -243,9 +243,19 @@ class _SpecMemo:
     MAX_ENTRY_BYTES = 256 * 1024
     _ENTRY_FACTOR = 2
 
+    # Admission on the second sight: a spec is remembered the second time it is judged
+    # (its key's hash seen before), not the first. Claims made from one template hit from
+    # the third on; a stream of distinct specs (what most claims are) no longer keeps each
+    # one's prepared document alive until the memo starts again, which cost a distinct
+    # claim more CPU than its key and insert (the objects kept, the collector walking them,
+    # freeing a full memo at once: bench/RESULTS.md, issue 21 `rulecost`). Only hashes are
+    # kept here: a collision admits a spec early, never gives a wrong verdict.
+    MAX_SEEN = 4 * MAX_ENTRIES
+
     def __init__(self) -> None:
         self._entries: dict[_Key, _Remembered] = {}
         self._bytes = 0
+        self._seen: set[int] = set()
         self._options_keys: dict[int, tuple[Options, _OptionsKey]] = {}
 
     def key(self, obj: dict[str, Any], options: Options) -> _Key | None:
@@ -294,6 +304,12 @@ class _SpecMemo:
         if key is None:
             return
         if len(key[0]) > self.MAX_ENTRY_BYTES:
+            return
+        seen, digest = self._seen, hash(key)
+        if digest not in seen:  # the first sight (see MAX_SEEN)
+            if len(seen) >= self.MAX_SEEN:
+                seen.clear()
+            seen.add(digest)
             return
         size = self._ENTRY_FACTOR * len(key[0])
         if len(self._entries) >= self.MAX_ENTRIES or self._bytes + size > self.MAX_BYTES:
