@@ -214,9 +214,10 @@ class _Remembered:
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
-# Release minor, patch, profiles, namespace labels, alpha gates turned on.
+# Release minor and gates, patch, profiles, namespace labels, alpha gates turned on.
 _OptionsKey = tuple[
-    Release, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
+    int, tuple[tuple[str, bool], ...], int | None, tuple[str, ...],
+    tuple[tuple[str, str], ...] | None, tuple[str, ...],
 ]
 # The content of all but metadata (see `_SpecMemo`), the relevant annotations, options.
 _Key = tuple[Any, ...]
@@ -281,8 +282,12 @@ class _SpecMemo:
         if known is not None and known[0] is options:
             return known[1]
         labels = options.namespace_labels
+        release = options.release
         key = (
-            options.release,  # with its --feature-gates
+            # The release's fields (what its equality compares), not the Release: a tuple
+            # of plain values hashes in C, where a dataclass's __hash__ is a Python call.
+            release.minor,
+            release.gates,  # its --feature-gates
             options.kubernetes_patch,
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),
