@@ -374,7 +374,8 @@ def _from_memo(
 
 def advise(prepared: Prepared, options: Options) -> list[Advice]:
     """Issue 7's warnings at the user's paths, less the codes the object silences."""
-    advice = list(check_dropped_fields(prepared.dropped, options.release))
+    # (No dropped field, the usual case: no generator to start.)
+    advice = list(check_dropped_fields(prepared.dropped, options.release)) if prepared.dropped else []
     advice += advise_claim_spec(
         prepared.claim_spec,
         prepared.spec_path,
