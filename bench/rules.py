@@ -1,6 +1,6 @@
 """Benchmark: the rule set's CPU per distinct claim, in process (issue 21).
 
-    .venv/bin/python bench/rules.py [--claims 1500] [--rounds 7] [--json]
+    .venv/bin/python bench/rules.py [--claims 1500] [--rounds 7] [--json] [--check]
 
 Each round answers `--claims` claims that each have a spec of their own (no spec memo
 hit; bench/cluster_view.py's `distinct_claims`, as bench/serve_compare.py sends them)
@@ -10,7 +10,8 @@ claims through the steps of `validate_object` one at a time (the memo key, `prep
 the claim-spec rules, the advice, the metadata rules), for where the time goes.
 
 No HTTP: bench/webhook.py measures the server. Target (issue 21, branch `rulecost`):
-at most 50 µs of CPU per distinct claim for `answer_validate`.
+at most 50 µs of CPU per distinct claim for `answer_validate`; `--check` exits 1 when
+it is missed.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claims", type=int, default=1500)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
     args = parser.parse_args(argv)
 
     rules = RuleSet()
@@ -88,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
               "rounds_us": [round(x, 1) for x in whole],
               "steps_us": {k: round(statistics.median(v), 1) for k, v in steps.items()},
               "target_us": TARGET_US, "met": figure <= TARGET_US}
+    failed = 1 if args.check and not result["met"] else 0
     if args.json:
         print(json.dumps(result, indent=2))
-        return 0
+        return failed
     print(f"answer_validate, distinct claims: {figure:.1f} µs CPU per claim "
           f"(median of {args.rounds} rounds of {args.claims}; rounds "
           + ", ".join(f"{x:.0f}" for x in whole) + ")")
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     print("steps of validate_object, µs CPU per claim (median):")
     for name, values in steps.items():
         print(f"  {name:<11} {statistics.median(values):7.1f}")
-    return 0
+    return failed
 
 
 if __name__ == "__main__":
