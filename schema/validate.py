@@ -105,7 +105,7 @@ class Verdict:
         return not self.skipped and not self.errors
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """A document taken through the create pipeline up to (not including) the rules."""
 
@@ -214,9 +214,10 @@ class _Remembered:
 
 
 _MARSHAL_VERSION = 2  # see `_SpecMemo`
-# Release minor, patch, profiles, namespace labels, alpha gates turned on.
+# Release minor and gates, patch, profiles, namespace labels, alpha gates turned on.
 _OptionsKey = tuple[
-    Release, int | None, tuple[str, ...], tuple[tuple[str, str], ...] | None, tuple[str, ...]
+    int, tuple[tuple[str, bool], ...], int | None, tuple[str, ...],
+    tuple[tuple[str, str], ...] | None, tuple[str, ...],
 ]
 # The content of all but metadata (see `_SpecMemo`), the relevant annotations, options.
 _Key = tuple[Any, ...]
@@ -243,9 +244,19 @@ class _SpecMemo:
     MAX_ENTRY_BYTES = 256 * 1024
     _ENTRY_FACTOR = 2
 
+    # Admission on the second sight: a spec is remembered the second time it is judged
+    # (its key's hash seen before), not the first. Claims made from one template hit from
+    # the third on; a stream of distinct specs (what most claims are) no longer keeps each
+    # one's prepared document alive until the memo starts again, which cost a distinct
+    # claim more CPU than its key and insert (the objects kept, the collector walking them,
+    # freeing a full memo at once: bench/RESULTS.md, issue 21 `rulecost`). Only hashes are
+    # kept here: a collision admits a spec early, never gives a wrong verdict.
+    MAX_SEEN = 4 * MAX_ENTRIES
+
     def __init__(self) -> None:
         self._entries: dict[_Key, _Remembered] = {}
         self._bytes = 0
+        self._seen: set[int] = set()
         self._options_keys: dict[int, tuple[Options, _OptionsKey]] = {}
 
     def key(self, obj: dict[str, Any], options: Options) -> _Key | None:
@@ -258,7 +269,9 @@ class _SpecMemo:
                 relevant = _content(relevant)  # not text: bytes, which no tuple equals
                 if relevant is None:
                     return None
-        content = _content({k: v for k, v in obj.items() if k != "metadata"})
+        rest = dict(obj)  # all but metadata, in the object's order
+        rest.pop("metadata", None)
+        content = _content(rest)
         if content is None:
             return None
         return (content, relevant, *self._options_key(options))
@@ -269,8 +282,12 @@ class _SpecMemo:
         if known is not None and known[0] is options:
             return known[1]
         labels = options.namespace_labels
+        release = options.release
         key = (
-            options.release,  # with its --feature-gates
+            # The release's fields (what its equality compares), not the Release: a tuple
+            # of plain values hashes in C, where a dataclass's __hash__ is a Python call.
+            release.minor,
+            release.gates,  # its --feature-gates
             options.kubernetes_patch,
             tuple(sorted(options.profiles)),
             None if labels is None else tuple(sorted(labels.items())),
@@ -292,6 +309,12 @@ class _SpecMemo:
         if key is None:
             return
         if len(key[0]) > self.MAX_ENTRY_BYTES:
+            return
+        seen, digest = self._seen, hash(key)
+        if digest not in seen:  # the first sight (see MAX_SEEN)
+            if len(seen) >= self.MAX_SEEN:
+                seen.clear()
+            seen.add(digest)
             return
         size = self._ENTRY_FACTOR * len(key[0])
         if len(self._entries) >= self.MAX_ENTRIES or self._bytes + size > self.MAX_BYTES:
@@ -351,7 +374,8 @@ def _from_memo(
 
 def advise(prepared: Prepared, options: Options) -> list[Advice]:
     """Issue 7's warnings at the user's paths, less the codes the object silences."""
-    advice = list(check_dropped_fields(prepared.dropped, options.release))
+    # (No dropped field, the usual case: no generator to start.)
+    advice = list(check_dropped_fields(prepared.dropped, options.release)) if prepared.dropped else []
     advice += advise_claim_spec(
         prepared.claim_spec,
         prepared.spec_path,
@@ -397,7 +421,7 @@ def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     if kind == "ResourceClaimTemplate":
         errors += validate_template_meta(document["spec"].get("metadata", {}), _TEMPLATE_METADATA)
     spec_errors = rules.validate_claim_spec(prepared.claim_spec, prepared.spec_path)
-    if options.release.declarative_beta:
+    if spec_errors and options.release.declarative_beta:  # (nothing to merge in a valid spec)
         spec_errors = merge_declarative(list(spec_errors), prepared.claim_spec,
                                         prepared.spec_path, prepared.doc_type.version)
     if prepared.origins is None:

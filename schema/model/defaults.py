@@ -66,7 +66,10 @@ def default_devices(devices: dict[str, Any], version: str) -> None:
         if subs and isinstance(subs, list):
             for sub in subs:
                 if isinstance(sub, dict):
-                    _default_device_fields(sub)
+                    # `_default_device_fields`, inline: every subrequest of every claim.
+                    _default_allocation(sub)
+                    if "tolerations" in sub:
+                        _default_tolerations(sub)
     if PARALLEL_KEY in devices:
         # Contract §2: the parallel shape's options default like subrequests.
         entries = devices[PARALLEL_KEY]
@@ -96,6 +99,12 @@ def _default_allocation(request: dict[str, Any]) -> None:
     """allocationMode "" → ExactCount, then ExactCount with count 0 → 1 (§4.1)."""
     mode = request.get("allocationMode")
     if mode is None or (mode == "" and isinstance(mode, str)):
+        count = request.get("count")
+        if count is None and _AFTER_MODE.isdisjoint(request):
+            # The usual request names neither: both go at the end, in Go's order.
+            request["allocationMode"] = EXACT_COUNT
+            request["count"] = 1
+            return
         _put(request, "allocationMode", EXACT_COUNT, _AFTER_MODE)
         mode = EXACT_COUNT
     if mode == EXACT_COUNT:

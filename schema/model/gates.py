@@ -23,14 +23,14 @@ def drop_disabled_fields(
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
-    off, prioritized_list = _gated_off(release, enabled), release.prioritized_list
+    off, drop_first_available, drop_distinct = _drops(release, enabled)
     dropped: list[FieldPath] = []
     requests = devices.get("requests")
-    for i, request in enumerate(requests if isinstance(requests, list) else []):
+    for i, request in enumerate(requests if isinstance(requests, list) else ()):
         if not isinstance(request, dict):
             continue
         # DRAPrioritizedList first: the later drops then no longer see the subrequests.
-        if not prioritized_list and "firstAvailable" in request:
+        if drop_first_available and "firstAvailable" in request:
             _record(
                 dropped,
                 request.pop("firstAvailable"),
@@ -40,6 +40,8 @@ def drop_disabled_fields(
                 i,
                 "firstAvailable",
             )
+        if not off:
+            continue
         exactly = request.get("exactly")
         if isinstance(exactly, dict):
             for key in off:
@@ -48,7 +50,7 @@ def drop_disabled_fields(
                         dropped, exactly.pop(key), path, "devices", "requests", i, "exactly", key
                     )
         subs = request.get("firstAvailable")
-        for j, sub in enumerate(subs if isinstance(subs, list) else []):
+        for j, sub in enumerate(subs if isinstance(subs, list) else ()):
             if isinstance(sub, dict):
                 for key in off:
                     if key in sub:
@@ -63,13 +65,24 @@ def drop_disabled_fields(
                             j,
                             key,
                         )
-    if not release.keeps_distinct_attribute:
+    if drop_distinct:
         constraints = devices.get("constraints")
-        for c, constraint in enumerate(constraints if isinstance(constraints, list) else []):
+        for c, constraint in enumerate(constraints if isinstance(constraints, list) else ()):
             if isinstance(constraint, dict) and "distinctAttribute" in constraint:
                 value = constraint.pop("distinctAttribute")
                 _record(dropped, value, path, "devices", "constraints", c, "distinctAttribute")
     return dropped
+
+
+@cache
+def _drops(
+    release: Release, gates: frozenset[str] = frozenset()
+) -> tuple[tuple[str, ...], bool, bool]:
+    """What `release`'s strategy drops, read from its flags once per release and gates:
+    the fields of each exact request and subrequest, whether `firstAvailable` goes
+    (DRAPrioritizedList off) and whether `constraints[].distinctAttribute` goes."""
+    return (_gated_off(release, gates), not release.prioritized_list,
+            not release.keeps_distinct_attribute)
 
 
 @cache

@@ -271,26 +271,43 @@ def _collection_reader(item_reader: _Reader, *, mapping: bool) -> _Reader:
     a malformed map value is left out. Map keys become strings (YAML may give others).
     """
     strings = item_reader is _read_string
-    expected, json_name = (dict, "object") if mapping else (list, "array")
+    if not mapping:
+        return _list_reader(item_reader, strings=strings)
 
-    def read_collection(value: Any, path: _Linked, out: list[FieldError]) -> Any:
-        if not isinstance(value, expected):
-            return _wrong_type(value, json_name, path, out)
-        result: dict[Any, Any] = {}
-        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-            if mapping and type(key) is not str:
+    def read_map(value: Any, path: _Linked, out: list[FieldError]) -> Any:
+        if not isinstance(value, dict):
+            return _wrong_type(value, "object", path, out)
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
                 key = str(key)
             if strings and isinstance(item, str):
                 result[key] = item
                 continue
-            clean = item_reader(item, (path, MapKey(key) if mapping else key), out)
+            clean = item_reader(item, (path, MapKey(key)), out)
             if clean is not _DROP:
                 result[key] = clean
-            elif not mapping:
-                result[key] = None
-        return result if mapping else list(result.values())
+        return result
 
-    return read_collection
+    return read_map
+
+
+def _list_reader(item_reader: _Reader, *, strings: bool) -> _Reader:
+    """The array half of `_collection_reader`: appends to a list (every claim has several)."""
+
+    def read_list(value: Any, path: _Linked, out: list[FieldError]) -> Any:
+        if not isinstance(value, list):
+            return _wrong_type(value, "array", path, out)
+        result: list[Any] = []
+        for index, item in enumerate(value):
+            if strings and isinstance(item, str):
+                result.append(item)
+                continue
+            clean = item_reader(item, (path, index), out)
+            result.append(None if clean is _DROP else clean)
+        return result
+
+    return read_list
 
 
 def _flat(path: _Linked) -> FieldPath:

@@ -114,8 +114,19 @@ class DerivedChecks:
 
 
 def has_derived_attributes(requests: Sequence[Any]) -> bool:
-    """Whether any request or subrequest carries a derivedAttributes list."""
-    return any(True for _ in _owners(requests, ()))
+    """Whether any request or subrequest carries a derivedAttributes list (`_owners`
+    finds them; this asks every claim of a release with the field, so plain loops)."""
+    for request in requests:
+        if not isinstance(request, dict):
+            continue
+        exactly = request.get("exactly")
+        if isinstance(exactly, dict) and isinstance(exactly.get("derivedAttributes"), list):
+            return True
+        subs = request.get("firstAvailable")
+        for sub in subs if isinstance(subs, list) else ():
+            if isinstance(sub, dict) and isinstance(sub.get("derivedAttributes"), list):
+                return True
+    return False
 
 
 def check_declarative(requests: Sequence[Any], path: _Parts, release: Release) -> Iterator[FieldError]:

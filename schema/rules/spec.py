@@ -5,9 +5,11 @@ error is complete when made (the apimachinery model). Input is the clean, defaul
 converted and gate-dropped internal spec: types are already right, so rules only
 check values. The order of errors is upstream's (§3.4).
 
-Rules are generators that `yield` their errors and `yield from` their children, as
-every rule module does (README, Development); the entry point makes the list. This is
-the hot path of `draguard lint` and the webhook: inside this module a path is a plain
+This is the hot path of `draguard lint` and the webhook, run on every distinct claim,
+so its rules append their errors to one list (`out`) that the entry point makes and
+returns, rather than `yield` them through a chain of generators as the other rule
+modules do: a generator per rule per item cost more than the rules themselves, and
+appending keeps upstream's order just the same. Inside this module a path is a plain
 tuple (`_Parts`), turned into a `FieldPath` only when an error is made. The tuples never
 leave the module: its entry point, `Rules.validate_claim_spec`, takes a `FieldPath`,
 and every error holds one.
@@ -16,7 +18,7 @@ and every error holds one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, partial
 from typing import Any
 
@@ -30,6 +32,7 @@ from draguard.schema.model.errors import (
     too_long,
     too_many,
 )
+from draguard.schema.model.formats import is_dns1123_label, is_dns1123_subdomain
 from draguard.schema.model.paths import FieldPath, Segment
 from draguard.schema.model.releases import (
     C_IDENTIFIER_MAX,
@@ -67,7 +70,8 @@ __all__ = ["BAD_REFERENCE", "NO_ATTRIBUTE", "ONE_OF_MULTIPLE", "ONE_OF_REQUIRED"
 # A path inside this module only (see the module docstring).
 _Parts = tuple[Segment, ...]
 Errors = list[FieldError]
-Check = Callable[[dict[str, Any], _Parts], Iterator[FieldError]]
+# A rule over one item at its path, appending what it finds.
+Check = Callable[[dict[str, Any], _Parts, Errors], None]
 # name → None (exact request) or the set of its subrequest names (rule 19).
 RequestNames = dict[str, frozenset[str] | None]
 # The items of a list field; those that are not mappings are skipped (see `_items`).
@@ -94,6 +98,9 @@ class Rules:
         self._duplicate_at_name = release.duplicate_at_name
         self._effects = release.toleration_effects
         self._derived = release.has_derived_attributes
+        self._new_names = release.new_qualified_name_messages
+        self._extra_slashes = release.rejects_extra_slashes
+        self._no_attribute_at_constraint = release.consumable_capacity
         # Expressions known to compile cleanly in this release: a set lookup is several
         # times cheaper than the call into the CEL cache, and selectors repeat a lot.
         self._passing: set[str] = set()
@@ -103,66 +110,61 @@ class Rules:
         self._clean_attribute_names: set[str] = set()
 
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
-        """Every finding for one claim spec at `path`, in upstream's order (the edge: a list)."""
-        return list(self._check_device_claim(spec.get("devices", {}), (*path.parts, "devices")))
+        """Every finding for one claim spec at `path`, in upstream's order."""
+        out: Errors = []
+        self._check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
+        return out
 
     # -- list helpers ------------------------------------------------------------------
 
     # `validateSlice`'s limit (rules 3, 5, 8, 14, 17): in 1.35+ TooMany short-circuits
     # the items; before, the items are checked and TooMany follows their errors. Each
-    # list check asks `_limit_stops` first and calls `_limit_after` once done.
-
-    def _limited(
-        self, items: Sequence[Any], max_items: int, path: _Parts, checks: Iterator[FieldError]
-    ) -> Iterator[FieldError]:
-        """The items' `checks`, with TooMany first instead (1.35+) or after them (before)."""
-        over = len(items) > max_items
-        if over and self._short_circuit:
-            yield too_many(FieldPath(path), len(items), max_items)
-            return
-        yield from checks
-        if over:
-            yield too_many(FieldPath(path), len(items), max_items)
+    # list check asks `over and self._short_circuit` first and adds `_too_many` once done.
 
     def _check_list(
-        self, items: Items, max_items: int, check: Check, path: _Parts
-    ) -> Iterator[FieldError]:
+        self, items: Items, max_items: int, check: Check, path: _Parts, out: Errors
+    ) -> None:
         """`validateSlice`: every item that is a mapping, within the limit."""
-        return self._limited(items, max_items, path, self._each(items, check, path))
-
-    @staticmethod
-    def _each(items: Items, check: Check, path: _Parts) -> Iterator[FieldError]:
+        over = len(items) > max_items
+        if over and self._short_circuit:
+            out.append(_too_many(items, max_items, path))
+            return
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
-                yield from check(item, (*path, i))
+                check(item, (*path, i), out)
+        if over:
+            out.append(_too_many(items, max_items, path))
 
     def _check_named_set(
-        self, items: Items, max_items: int, check: Check, path: _Parts
-    ) -> Iterator[FieldError]:
+        self, items: Items, max_items: int, check: Check, path: _Parts, out: Errors
+    ) -> None:
         """`validateSet` keyed by `name`: a list plus a Duplicate per repeated name (rules 4, 9).
 
         Duplicates follow all item errors; their path is the list index since 1.35
         (before: `[i].name`, rule 4 version note).
         """
-        return self._limited(items, max_items, path, self._each_named(items, check, path))
-
-    def _each_named(self, items: Items, check: Check, path: _Parts) -> Iterator[FieldError]:
+        over = len(items) > max_items
+        if over and self._short_circuit:
+            out.append(_too_many(items, max_items, path))
+            return
         seen: set[Any] = set()
         repeated: list[tuple[int, Any]] = []
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
-                yield from check(item, (*path, i))
+                check(item, (*path, i), out)
                 name = item.get("name", "")
                 if name in seen:
                     repeated.append((i, name))
                 seen.add(name)
         for i, name in repeated:  # after every item's own errors
             at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
-            yield duplicate(FieldPath(at), name)
+            out.append(duplicate(FieldPath(at), name))
+        if over:
+            out.append(_too_many(items, max_items, path))
 
     # -- claim spec ----------------------------------------------------------------------
 
-    def _check_device_claim(self, devices: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
+    def _check_device_claim(self, devices: dict[str, Any], path: _Parts, out: Errors) -> None:
         requests = _items(devices.get("requests"))
         constraints = _items(devices.get("constraints"))
         # Kept only with DRADerivedAttributes on (model/gates.py); made per claim.
@@ -170,90 +172,115 @@ class Rules:
                    if self._derived and has_derived_attributes(requests) else None)
         check_request = self._check_request if derived is None else partial(
             self._check_request, derived=derived)
-        yield from self._check_named_set(requests, REQUESTS_MAX, check_request, (*path, "requests"))
+        self._check_named_set(requests, REQUESTS_MAX, check_request, (*path, "requests"), out)
         configs = _items(devices.get("config"))
         if constraints or configs:  # else nothing refers to the requests: no lookup table
             names = _gather_request_names(requests)
-            for items, limit, check, key in (
-                (constraints, CONSTRAINTS_MAX, self._check_constraint, "constraints"),
-                (configs, CONFIG_MAX, self._check_config, "config"),
-            ):
-                if items:
-                    yield from self._check_list(
-                        items, limit, partial(check, names=names), (*path, key)
-                    )
+            if constraints:
+                self._check_list(constraints, CONSTRAINTS_MAX,
+                                 partial(self._check_constraint, names=names),
+                                 (*path, "constraints"), out)
+            if configs:
+                self._check_list(configs, CONFIG_MAX, partial(self._check_config, names=names),
+                                 (*path, "config"), out)
         if derived is not None:
-            yield from derived.check_total(path)
-            yield from check_declarative(requests, path, self.release)
+            out.extend(derived.check_total(path))
+            out.extend(check_declarative(requests, path, self.release))
 
     # -- requests (rules 6–13) -----------------------------------------------------------
 
     def _check_request(
-        self, request: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None
-    ) -> Iterator[FieldError]:
+        self, request: dict[str, Any], path: _Parts, out: Errors,
+        derived: DerivedChecks | None = None,
+    ) -> None:
         name = request.get("name", "")
-        yield from _check_request_name(name, path)
+        if not is_dns1123_label(name):
+            _bad_request_name(name, path, out)
         subrequests = _items(request.get("firstAvailable"))
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
         if has_first and has_exact:  # rule 7: neither branch's content is validated
-            yield invalid(FieldPath(path), None, ONE_OF_MULTIPLE)
+            out.append(invalid(FieldPath(path), None, ONE_OF_MULTIPLE))
         elif not has_first and not has_exact:
-            yield required(FieldPath(path), ONE_OF_REQUIRED)
+            out.append(required(FieldPath(path), ONE_OF_REQUIRED))
         elif isinstance(exactly, dict):
-            yield from self._check_exact(exactly, (*path, "exactly"), derived, name)
+            self._check_exact(exactly, (*path, "exactly"), out, derived, name)
         else:
             check = self._check_subrequest if derived is None else partial(
                 self._check_subrequest, derived=derived, parent=name)
-            yield from self._check_named_set(
-                subrequests, FIRST_AVAILABLE_MAX, check, (*path, "firstAvailable")
+            self._check_named_set(
+                subrequests, FIRST_AVAILABLE_MAX, check, (*path, "firstAvailable"), out
             )
 
     def _check_exact(
-        self, exact: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None,
-        name: Any = "",
-    ) -> Iterator[FieldError]:
+        self, exact: dict[str, Any], path: _Parts, out: Errors,
+        derived: DerivedChecks | None = None, name: Any = "",
+    ) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
-        yield from _check_device_class(exact.get("deviceClassName", ""), path)
-        yield from self._check_device_fields(exact, path, derived, name)
+        device_class = exact.get("deviceClassName", "")
+        if not device_class or not is_dns1123_subdomain(device_class):
+            _check_device_class(device_class, path, out)
+        self._check_device_fields(exact, path, out, derived, name)
 
     def _check_subrequest(
-        self, sub: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None,
-        parent: Any = "",
-    ) -> Iterator[FieldError]:
+        self, sub: dict[str, Any], path: _Parts, out: Errors,
+        derived: DerivedChecks | None = None, parent: Any = "",
+    ) -> None:
         """Rule 10."""
         name = sub.get("name", "")
-        yield from _check_request_name(name, path)
-        yield from _check_device_class(sub.get("deviceClassName", ""), path)
-        yield from self._check_device_fields(sub, path, derived, f"{parent}/{name}")
+        if not is_dns1123_label(name):
+            _bad_request_name(name, path, out)
+        device_class = sub.get("deviceClassName", "")
+        if not device_class or not is_dns1123_subdomain(device_class):
+            _check_device_class(device_class, path, out)
+        self._check_device_fields(sub, path, out, derived,
+                                  "" if derived is None else f"{parent}/{name}")
 
     def _check_device_fields(
-        self, request: dict[str, Any], path: _Parts, derived: DerivedChecks | None = None,
-        ref: Any = "",
-    ) -> Iterator[FieldError]:
+        self, request: dict[str, Any], path: _Parts, out: Errors,
+        derived: DerivedChecks | None = None, ref: Any = "",
+    ) -> None:
         """Selectors, derived attributes (with their gate on), allocation mode/count and
         tolerations, shared by exact and sub requests; `ref` names the request for the
         derived attributes' constraints (`name` or `parent/sub`)."""
         selectors = request.get("selectors")
         if selectors and isinstance(selectors, list):
-            yield from self._check_list(
-                selectors, SELECTORS_MAX, self._check_selector, (*path, "selectors")
-            )
-        attrs = request.get("derivedAttributes")
-        if derived is not None and isinstance(attrs, list) and attrs:
-            yield from derived.check(attrs, (*path, "derivedAttributes"), str(ref))
-        yield from _check_allocation(request.get("allocationMode", ""), request.get("count", 0), path)
+            self._check_selectors(selectors, (*path, "selectors"), out)
+        if derived is not None:
+            attrs = request.get("derivedAttributes")
+            if isinstance(attrs, list) and attrs:
+                out.extend(derived.check(attrs, (*path, "derivedAttributes"), str(ref)))
+        mode = request.get("allocationMode", "")
+        # Rule 15; the defaulted `ExactCount` with a positive count is the usual case.
+        if mode != "ExactCount" or request.get("count", 0) <= 0:
+            _check_allocation(mode, request.get("count", 0), path, out)
         tolerations = request.get("tolerations")
         if tolerations and isinstance(tolerations, list):
             for t, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict):
-                    yield from self._check_toleration(toleration, (*path, "tolerations", t))
+                    self._check_toleration(toleration, (*path, "tolerations", t), out)
 
-    def _check_selector(self, selector: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
+    def _check_selectors(self, selectors: list[Any], path: _Parts, out: Errors) -> None:
+        """Rule 14 over a request's selectors, within their limit (`_check_list`)."""
+        over = len(selectors) > SELECTORS_MAX
+        if over and self._short_circuit:
+            out.append(_too_many(selectors, SELECTORS_MAX, path))
+            return
+        passing = self._passing
+        for i, selector in enumerate(selectors):
+            if isinstance(selector, dict):  # else malformed, already reported while reading
+                cel = selector.get("cel")
+                # The usual selector: an expression already known to compile cleanly.
+                if not isinstance(cel, dict) or cel.get("expression", "") not in passing:
+                    self._check_selector(selector, (*path, i), out)
+        if over:
+            out.append(_too_many(selectors, SELECTORS_MAX, path))
+
+    def _check_selector(self, selector: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
         cel = selector.get("cel")
         if not isinstance(cel, dict):
-            yield required(FieldPath((*path, "cel")))
+            out.append(required(FieldPath((*path, "cel"))))
             return
         expression = cel.get("expression", "")
         passing = self._passing
@@ -271,103 +298,113 @@ class Rules:
             self._passing_chars += len(expression)
             return
         at = FieldPath((*path, "cel", "expression"))
-        yield from check_selector(expression, at, release=self.release)
+        out.extend(check_selector(expression, at, release=self.release))
 
-    def _check_toleration(self, toleration: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
+    def _check_toleration(self, toleration: dict[str, Any], path: _Parts, out: Errors) -> None:
         """Rule 16 (an empty key is allowed with any operator; tolerationSeconds unchecked)."""
         key = toleration.get("key", "")
         if key and not formats.is_qualified_name(key):
             for msg in formats.qualified_name_messages(key):
-                yield invalid(FieldPath((*path, "key")), key, msg)
+                out.append(invalid(FieldPath((*path, "key")), key, msg))
         operator, value = toleration.get("operator", ""), toleration.get("value", "")
         if operator == "Exists":
             if value:
                 detail = "must be empty for operator `Exists`"
-                yield invalid(FieldPath((*path, "value")), value, detail)
+                out.append(invalid(FieldPath((*path, "value")), value, detail))
         elif operator == "Equal":
             if not formats.is_label_value(value):
                 for msg in formats.label_value_messages(value):
-                    yield invalid(FieldPath((*path, "value")), value, msg)
+                    out.append(invalid(FieldPath((*path, "value")), value, msg))
         elif operator == "":
-            yield required(FieldPath((*path, "operator")))
+            out.append(required(FieldPath((*path, "operator"))))
         else:
-            yield not_supported(FieldPath((*path, "operator")), operator, OPERATORS)
+            out.append(not_supported(FieldPath((*path, "operator")), operator, OPERATORS))
         effect = toleration.get("effect", "")
         if effect and effect not in self._effects:
-            yield not_supported(FieldPath((*path, "effect")), effect, self._effects)
+            out.append(not_supported(FieldPath((*path, "effect")), effect, self._effects))
 
     # -- constraints and config (rules 17–21) ----------------------------------------------
 
     def _check_references(
-        self, refs: list[Any], path: _Parts, names: RequestNames
-    ) -> Iterator[FieldError]:
+        self, refs: list[Any], path: _Parts, names: RequestNames, out: Errors
+    ) -> None:
         """`validateSet` over request references (rule 17): items, then duplicates."""
-        return self._limited(refs, REQUESTS_MAX, path, _each_reference(refs, path, names))
+        over = len(refs) > REQUESTS_MAX
+        if over and self._short_circuit:
+            out.append(_too_many(refs, REQUESTS_MAX, path))
+            return
+        _each_reference(refs, path, names, out)
+        if over:
+            out.append(_too_many(refs, REQUESTS_MAX, path))
 
     def _check_constraint(
-        self, constraint: dict[str, Any], path: _Parts, *, names: RequestNames
-    ) -> Iterator[FieldError]:
-        yield from self._check_references(constraint.get("requests", []), (*path, "requests"), names)
+        self, constraint: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
+    ) -> None:
+        self._check_references(constraint.get("requests", []), (*path, "requests"), names, out)
         # Rule 18: with both set, distinctAttribute is ignored.
         field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
         if field in constraint:
-            yield from self._check_qualified_name(constraint[field], (*path, field))
-        elif self.release.consumable_capacity:
-            yield required(FieldPath(path), NO_ATTRIBUTE)
+            self._check_qualified_name(constraint[field], (*path, field), out)
+        elif self._no_attribute_at_constraint:
+            out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
-            yield required(FieldPath((*path, "matchAttribute")))
+            out.append(required(FieldPath((*path, "matchAttribute"))))
 
     def _check_config(
-        self, config: dict[str, Any], path: _Parts, *, names: RequestNames
-    ) -> Iterator[FieldError]:
+        self, config: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
+    ) -> None:
         """Rule 21."""
-        yield from self._check_references(config.get("requests", []), (*path, "requests"), names)
+        self._check_references(config.get("requests", []), (*path, "requests"), names, out)
         opaque = config.get("opaque")
         if not isinstance(opaque, dict):
-            yield required(FieldPath((*path, "opaque")))
+            out.append(required(FieldPath((*path, "opaque"))))
             return
-        yield from _check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"))
-        yield from _check_parameters(opaque, (*path, "opaque", "parameters"))
+        _check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
+        _check_parameters(opaque, (*path, "opaque", "parameters"), out)
 
-    def _check_qualified_name(self, name: str, path: _Parts) -> Iterator[FieldError]:
+    def _check_qualified_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20, remembering the names it finds nothing in."""
         clean = self._clean_attribute_names
         if name in clean:
             return
-        found = list(self._check_attribute_name(name, path))
-        if not found:
+        before = len(out)
+        self._check_attribute_name(name, path, out)
+        if len(out) == before:
             if len(clean) >= PASSING_CACHE_SIZE:
                 clean.clear()
             clean.add(name)
-        yield from found
 
-    def _check_attribute_name(self, name: str, path: _Parts) -> Iterator[FieldError]:
+    def _check_attribute_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
 
         Before 1.35 (S2, S4) an empty name or part was `Required` and a missing domain
         "must include a domain"; from 1.35 all are `Invalid` with the newer texts.
         """
-        new = self.release.new_qualified_name_messages
+        new = self._new_names
         if not name and not new:
-            yield required(FieldPath(path), "name required")
+            out.append(required(FieldPath(path), "name required"))
             return
         parts = name.split("/")
         if len(parts) == 1:
-            yield from _check_c_identifier(name, path)
+            _check_c_identifier(name, path, out)
             detail = "a fully qualified name must be a domain and a name separated by a slash"
-            yield invalid(FieldPath(path), name, detail if new else "must include a domain")
+            out.append(invalid(FieldPath(path), name, detail if new else "must include a domain"))
         elif len(parts) == 2:
             domain, ident = parts
             if not domain:
-                yield _empty_part(path, "the domain must not be empty", new=new)
+                out.append(_empty_part(path, "the domain must not be empty", new=new))
             else:
-                yield from _check_driver_name(domain, path)
+                _check_driver_name(domain, path, out)
             if not ident:
-                yield _empty_part(path, "the name must not be empty", new=new)
+                out.append(_empty_part(path, "the name must not be empty", new=new))
             else:
-                yield from _check_c_identifier(ident, path)
-        elif self.release.rejects_extra_slashes:
-            yield invalid(FieldPath(path), name, "must not contain more than one slash")
+                _check_c_identifier(ident, path, out)
+        elif self._extra_slashes:
+            out.append(invalid(FieldPath(path), name, "must not contain more than one slash"))
+
+
+def _too_many(items: Items, max_items: int, path: _Parts) -> FieldError:
+    return too_many(FieldPath(path), len(items), max_items)
 
 
 def _empty_part(path: _Parts, detail: str, *, new: bool) -> FieldError:
@@ -377,99 +414,100 @@ def _empty_part(path: _Parts, detail: str, *, new: bool) -> FieldError:
 # -- format rules shared by several types ------------------------------------------------
 
 
-def _check_request_name(name: str, parent: _Parts) -> Iterator[FieldError]:
-    """Rule 6 / 10a: `parent.name` is a DNS label; "" gets the regex message, not Required (§3.2)."""
-    if not formats.is_dns1123_label(name):
-        for msg in formats.dns1123_label_messages(name):
-            yield invalid(FieldPath((*parent, "name")), name, msg)
+def _bad_request_name(name: str, parent: _Parts, out: Errors) -> None:
+    """Rule 6 / 10a, for a name `is_dns1123_label` refused: `parent.name` is a DNS label;
+    "" gets the regex message, not Required (§3.2)."""
+    for msg in formats.dns1123_label_messages(name):
+        out.append(invalid(FieldPath((*parent, "name")), name, msg))
 
 
-def _check_device_class(name: str, parent: _Parts) -> Iterator[FieldError]:
-    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain."""
+def _check_device_class(name: str, parent: _Parts, out: Errors) -> None:
+    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
+    (called for a name that is empty or not a subdomain)."""
     if not name:
-        yield required(FieldPath((*parent, "deviceClassName")))
-    elif not formats.is_dns1123_subdomain(name):
+        out.append(required(FieldPath((*parent, "deviceClassName"))))
+    elif not is_dns1123_subdomain(name):
         for msg in formats.dns1123_subdomain_messages(name):
-            yield invalid(FieldPath((*parent, "deviceClassName")), name, msg)
+            out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
 
 
-def _check_allocation(mode: str, count: int, parent: _Parts) -> Iterator[FieldError]:
+def _check_allocation(mode: str, count: int, parent: _Parts, out: Errors) -> None:
     """Rule 15, on `parent.allocationMode` and `parent.count`."""
     if mode == "ExactCount":
         if count <= 0:
-            yield invalid(FieldPath((*parent, "count")), count, "must be greater than zero")
+            out.append(invalid(FieldPath((*parent, "count")), count, "must be greater than zero"))
     elif mode == "All":
         if count != 0:
             detail = "must not be specified when allocationMode is 'All'"
-            yield invalid(FieldPath((*parent, "count")), count, detail)
+            out.append(invalid(FieldPath((*parent, "count")), count, detail))
     else:
-        yield not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES)
+        out.append(not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES))
 
 
-def _check_c_identifier(name: str, path: _Parts) -> Iterator[FieldError]:
+def _check_c_identifier(name: str, path: _Parts, out: Errors) -> None:
     if len(name) > C_IDENTIFIER_MAX:
-        yield too_long(FieldPath(path), C_IDENTIFIER_MAX)
+        out.append(too_long(FieldPath(path), C_IDENTIFIER_MAX))
     if not formats.c_identifier_matches(name):
-        yield invalid(FieldPath(path), name, formats.C_IDENTIFIER_MSG)
+        out.append(invalid(FieldPath(path), name, formats.C_IDENTIFIER_MSG))
 
 
-def _check_driver_name(name: str, path: _Parts) -> Iterator[FieldError]:
+def _check_driver_name(name: str, path: _Parts, out: Errors) -> None:
     """`ValidateCSIDriverName`: ≤ 63, DNS subdomain checked on the lower-cased value (§3.2).
 
     For "" only Required is reported, as the newest declarative test expects
     (upstream-rules.md §6 open point 2).
     """
     if not name:
-        yield required(FieldPath(path))
+        out.append(required(FieldPath(path)))
         return
     if len(name) > DRIVER_NAME_MAX:
-        yield too_long(FieldPath(path), DRIVER_NAME_MAX)
+        out.append(too_long(FieldPath(path), DRIVER_NAME_MAX))
     lowered = name.lower()
-    if not formats.is_dns1123_subdomain(lowered):
+    if not is_dns1123_subdomain(lowered):
         for msg in formats.dns1123_subdomain_messages(lowered):
-            yield invalid(FieldPath(path), name, msg)
+            out.append(invalid(FieldPath(path), name, msg))
 
 
-def _check_parameters(opaque: dict[str, Any], path: _Parts) -> Iterator[FieldError]:
+def _check_parameters(opaque: dict[str, Any], path: _Parts, out: Errors) -> None:
     """Rule 21: present, ≤ 10240 bytes of JSON, and a JSON object."""
     if "parameters" not in opaque or opaque["parameters"] is None:
-        yield required(FieldPath(path))
+        out.append(required(FieldPath(path)))
         return
     params = opaque["parameters"]
     # The apiserver measures the raw bytes it received; a compact encoding is what kubectl sends.
     size = len(json.dumps(params, separators=(",", ":"), ensure_ascii=False).encode())
     if size > PARAMETERS_MAX:
-        yield too_long(FieldPath(path), PARAMETERS_MAX)
+        out.append(too_long(FieldPath(path), PARAMETERS_MAX))
         return
     if not isinstance(params, dict):
-        yield invalid(FieldPath(path), "<value omitted>", "must be a valid JSON object")
+        out.append(invalid(FieldPath(path), "<value omitted>", "must be a valid JSON object"))
 
 
-def _check_reference(ref: str, path: _Parts, names: RequestNames) -> Iterator[FieldError]:
+def _check_reference(ref: str, path: _Parts, names: RequestNames, out: Errors) -> None:
     """Rule 19: `request` or `request/subrequest`, each segment a DNS label, and it must resolve."""
     segments = ref.split("/")
     if len(segments) > 2:
-        yield invalid(FieldPath(path), ref, BAD_REFERENCE)
+        out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
         return
     for segment in segments:
-        if not formats.is_dns1123_label(segment):
+        if not is_dns1123_label(segment):
             for msg in formats.dns1123_label_messages(segment):
-                yield invalid(FieldPath(path), segment, msg)
+                out.append(invalid(FieldPath(path), segment, msg))
     if not _reference_resolves(segments, names):
-        yield invalid(FieldPath(path), ref, BAD_REFERENCE)
+        out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
 
 
-def _each_reference(refs: list[Any], path: _Parts, names: RequestNames) -> Iterator[FieldError]:
+def _each_reference(refs: list[Any], path: _Parts, names: RequestNames, out: Errors) -> None:
     """Each reference's own errors, then a Duplicate per repeated reference (rule 17)."""
     for i, ref in enumerate(refs):
         # A non-string is a malformed item, already reported while reading.
         if isinstance(ref, str):
-            yield from _check_reference(ref, (*path, i), names)
+            _check_reference(ref, (*path, i), names, out)
     seen: set[str] = set()
     for i, ref in enumerate(refs):
         if isinstance(ref, str):
             if ref in seen:
-                yield duplicate(FieldPath((*path, i)), ref)
+                out.append(duplicate(FieldPath((*path, i)), ref))
             seen.add(ref)
 
 

@@ -202,13 +202,42 @@ def test_memo_is_bounded_in_bytes() -> None:
     from draguard.schema.validate import _MEMO, _SpecMemo
 
     memo = _SpecMemo()
-    memo.put((b"x" * (_SpecMemo.MAX_ENTRY_BYTES + 1), None), object())  # type: ignore[arg-type]
+    for _ in range(2):  # each put twice: a spec is remembered on its second sight
+        memo.put((b"x" * (_SpecMemo.MAX_ENTRY_BYTES + 1), None), object())  # type: ignore[arg-type]
     assert memo._entries == {}
     entry = b"y" * (_SpecMemo.MAX_ENTRY_BYTES - 16)
     for n in range(2 * _SpecMemo.MAX_BYTES // len(entry)):
-        memo.put((entry + str(n).encode(), None), object())  # type: ignore[arg-type]
+        for _ in range(2):
+            memo.put((entry + str(n).encode(), None), object())  # type: ignore[arg-type]
         assert memo._bytes <= _SpecMemo.MAX_BYTES and memo._entries
     assert _MEMO is not memo
+
+
+def test_a_spec_is_remembered_on_its_second_sight() -> None:
+    """A spec judged once keeps nothing but its key's hash (most claims are distinct);
+    the second claim with it is remembered, the third is answered from the memo."""
+    from draguard.schema.validate import _MEMO
+
+    _MEMO._entries.clear()
+    _MEMO._seen.clear()
+    validate_object(claim({"name": "x", "namespace": "ml"}), options=MEMO)
+    assert _MEMO._entries == {} and len(_MEMO._seen) == 1
+    validate_object(claim({"name": "y", "namespace": "ml"}), options=MEMO)
+    assert len(_MEMO._entries) == 1
+    third = validate_object(claim({"name": "z", "namespace": "ml"}), options=MEMO)
+    assert (third.name, third.errors) == ("z", ())
+    assert len(_MEMO._entries) == 1
+
+
+def test_seen_hashes_are_bounded() -> None:
+    """Distinct specs without end keep at most MAX_SEEN hashes."""
+    from draguard.schema.validate import _SpecMemo
+
+    memo = _SpecMemo()
+    for n in range(_SpecMemo.MAX_SEEN + 10):
+        memo.put((str(n).encode(), None), object())  # type: ignore[arg-type]
+        assert len(memo._seen) <= _SpecMemo.MAX_SEEN
+    assert memo._entries == {}
 
 
 def test_options_with_huge_namespaces_are_not_remembered() -> None:
