@@ -4,6 +4,7 @@
                                       [--rate 1000] [--rate-clients 4]
                                       [--workers 2] [--threads 4] [--repeat]
                                       [--tool python|hey] [--json]
+    .venv/bin/python bench/webhook.py --gc-pauses 10000
 
 Starts, in this run, `draguard serve` (2 gevent workers, cached TLS context) and a
 no-op Flask app served by the same `gunicorn_settings` (same workers, threads,
@@ -488,6 +489,56 @@ def _run_hey(port: int, ca: Path, *, mode: str, load: str, clients: int, seconds
     return latencies, errors
 
 
+# --- GC pauses in process (no HTTP) ----------------------------------------------------------
+
+
+def gc_pauses(reviews: int, *, freeze: bool) -> list[str]:
+    """Judge `reviews` distinct claims in this process as a worker does (`routes.judge`,
+    decision log to /dev/null) and report the cyclic collector's passes by generation:
+    how many per 1,000 reviews and each one's CPU time (thread time, so that a loaded
+    machine's waiting is not counted). `freeze` as the workers do after loading the app."""
+    import gc
+
+    from draguard.webhook import routes
+    from draguard.webhook.app import create_app
+    from draguard.webhook.config import Config
+
+    # The decision log's handler keeps the stream it is made with: /dev/null here.
+    with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+        app = create_app(Config(log_level="warning"), tls=False)
+        state = app.extensions["draguard"]
+        if freeze:
+            gc.collect()
+            gc.freeze()
+        passes: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        started = [0.0]
+
+        def timed(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                started[0] = time.thread_time()
+            else:
+                passes[info["generation"]].append(time.thread_time() - started[0])
+
+        run = secrets.token_hex(4)
+        gc.callbacks.append(timed)
+        try:
+            cpu = time.process_time()
+            for n in range(reviews):
+                routes.judge(state, "validate", fill(DISTINCT, f"{run}-{n}"),
+                             time.perf_counter())
+            cpu = time.process_time() - cpu
+        finally:
+            gc.callbacks.remove(timed)
+    lines = [f"{'frozen' if freeze else 'default'}: {cpu / reviews * 1e6:.0f} µs CPU per review"]
+    for generation, times in passes.items():
+        if times:
+            times.sort()
+            lines.append(f"  gen{generation}: {len(times) / reviews * 1000:5.1f} per 1,000 reviews, "
+                         f"median {times[len(times) // 2] * 1e3:6.2f} ms, max "
+                         f"{times[-1] * 1e3:6.2f} ms, {sum(times) / reviews * 1e6:5.1f} µs per review")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0)
@@ -504,11 +555,25 @@ def main() -> int:
                         help="send the same claim every time (the memo answers it) instead "
                              "of a distinct claim per request")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--gc-pauses", type=int, metavar="REVIEWS",
+                        help="no HTTP: judge this many distinct claims in process, with the "
+                             "start-up heap frozen (as the workers do) and without, and report "
+                             "the garbage collector's passes")
+    parser.add_argument("--gc-freeze", choices=("0", "1"), help=argparse.SUPPRESS)
     parser.add_argument("--serve-noop", nargs=2, metavar=("PORT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_noop:
         serve_noop(int(args.serve_noop[0]), Path(args.serve_noop[1]), args.workers, args.threads)
+        return 0
+
+    if args.gc_pauses and args.gc_freeze is not None:
+        print("\n".join(gc_pauses(args.gc_pauses, freeze=args.gc_freeze == "1")), flush=True)
+        return 0
+    if args.gc_pauses:  # a fresh process each, alternated: drift hits both alike
+        for freeze in "0101":
+            subprocess.run([sys.executable, __file__, "--gc-pauses", str(args.gc_pauses),
+                            "--gc-freeze", freeze], check=True)
         return 0
 
     folder = Path(tempfile.mkdtemp(prefix="draguard-bench-"))
