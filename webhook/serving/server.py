@@ -70,8 +70,9 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
 def _frozen_after(hook: Callable[[Any], None] | None) -> Callable[[Any], None]:
     """gunicorn's `post_worker_init`: `hook` (if any), then the worker's start-up heap frozen.
 
-    Frozen objects are never collected as cyclic garbage: only what start-up made, which
-    lives as long as the worker (a policy or certificate loaded later is not frozen).
+    Frozen objects are still freed by reference counting when dropped; only a reference
+    cycle among them would stay. What start-up makes mostly lives as long as the worker;
+    what is loaded later (a new policy or certificate, watch events) is not frozen.
     """
 
     def post_worker_init(worker: Any) -> None:
