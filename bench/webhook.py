@@ -4,6 +4,7 @@
                                       [--rate 1000] [--rate-clients 4]
                                       [--workers 2] [--threads 4] [--repeat]
                                       [--tool python|hey] [--json]
+    .venv/bin/python bench/webhook.py --gc-pauses 10000
 
 Starts, in this run, `draguard serve` (2 gevent workers, cached TLS context) and a
 no-op Flask app served by the same `gunicorn_settings` (same workers, threads,
@@ -48,6 +49,7 @@ one GIL busy or both), for either server, so single rounds differ by up to 2.5×
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -60,6 +62,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -348,11 +351,87 @@ class Result:
     rps: float
     p50_ms: float
     p99_ms: float
+    # With `master`: how the kept-alive connections split over the workers (the most
+    # seen at once, e.g. "3+1"), and the server's CPU time (master and workers, user +
+    # system) per answered request, from /proc (Linux).
+    split: str = ""
+    cpu_us: float = float("nan")
+
+
+# --- what the server did: connection split and CPU time, from /proc ----------------------
+
+
+def worker_pids(master: int) -> list[str]:
+    """The gunicorn workers: the master's children."""
+    return Path(f"/proc/{master}/task/{master}/children").read_text().split()
+
+
+def cpu_seconds(pids: list[str]) -> float:
+    """CPU time (user + system) used so far by these processes."""
+    ticks = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def connections(port: int, pids: list[str]) -> list[int]:
+    """Established TCP connections to `port` held by each process (/proc/net/tcp, fds)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[1].rpartition(":")[2], 16) == port:
+            inodes.add(f"socket:[{fields[9]}]")
+    counts = []
+    for pid in pids:
+        held = 0
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    held += os.readlink(f"/proc/{pid}/fd/{fd}") in inodes
+        counts.append(held)
+    return counts
+
+
+class Observer:
+    """Samples a server's connection split while a measurement runs; CPU before and after.
+
+    The split decides a round with kept-alive connections: 4+0 loads one worker's GIL
+    with every request while the other idles, for the no-op app and draguard alike.
+    """
+
+    def __init__(self, master: int, port: int) -> None:
+        self.port = port
+        self.pids = worker_pids(master)
+        self.procs = [str(master), *self.pids]
+        self.best: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._cpu = cpu_seconds(self.procs)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            with contextlib.suppress(OSError, ValueError):
+                seen = connections(self.port, self.pids)
+                if sum(seen) > sum(self.best):
+                    self.best = seen
+
+    def finish(self, requests: int) -> tuple[str, float]:
+        """The split ("3+1", larger first) and the server CPU µs per request."""
+        self._stop.set()
+        self._thread.join()
+        used = cpu_seconds(self.procs) - self._cpu
+        split = "+".join(str(n) for n in sorted(self.best, reverse=True))
+        return split, (round(used / requests * 1e6) if requests else float("nan"))
 
 
 def measure(server: str, port: int, ca: Path, *, tool: str, mode: str, load: str,
-            clients: int, seconds: float, rate: float, body: bytes = REPEATED) -> Result:
-    """One measurement; `body` a request or a template (`distinct_template`)."""
+            clients: int, seconds: float, rate: float, body: bytes = REPEATED,
+            master: int | None = None) -> Result:
+    """One measurement; `body` a request or a template (`distinct_template`); with the
+    gunicorn `master`'s pid also the connection split and the server's CPU per request."""
+    observer = Observer(master, port) if master is not None else None
     if tool == "hey":
         if ID.encode() in body:
             raise ValueError("hey sends one body: distinct claims need the python tool")
@@ -362,13 +441,14 @@ def measure(server: str, port: int, ca: Path, *, tool: str, mode: str, load: str
         latencies, errors = _run_python(port, ca, mode=mode, load=load, clients=clients,
                                         seconds=seconds, rate=rate, body=body)
     latencies.sort()
+    split, cpu_us = observer.finish(len(latencies)) if observer else ("", float("nan"))
     if len(latencies) < 2:
         return Result(server, mode, load, len(latencies), errors, 0.0, float("nan"),
-                      float("nan"))
+                      float("nan"), split, cpu_us)
     quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
     return Result(server, mode, load, len(latencies), errors,
                   round(len(latencies) / seconds, 1),
-                  round(quantiles[49] * 1000, 2), round(quantiles[98] * 1000, 2))
+                  round(quantiles[49] * 1000, 2), round(quantiles[98] * 1000, 2), split, cpu_us)
 
 
 def _run_python(port: int, ca: Path, *, mode: str, load: str, clients: int, seconds: float,
@@ -409,6 +489,56 @@ def _run_hey(port: int, ca: Path, *, mode: str, load: str, clients: int, seconds
     return latencies, errors
 
 
+# --- GC pauses in process (no HTTP) ----------------------------------------------------------
+
+
+def gc_pauses(reviews: int, *, freeze: bool) -> list[str]:
+    """Judge `reviews` distinct claims in this process as a worker does (`routes.judge`,
+    decision log to /dev/null) and report the cyclic collector's passes by generation:
+    how many per 1,000 reviews and each one's CPU time (thread time, so that a loaded
+    machine's waiting is not counted). `freeze` as the workers do after loading the app."""
+    import gc
+
+    from draguard.webhook import routes
+    from draguard.webhook.app import create_app
+    from draguard.webhook.config import Config
+
+    # The decision log's handler keeps the stream it is made with: /dev/null here.
+    with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+        app = create_app(Config(log_level="warning"), tls=False)
+        state = app.extensions["draguard"]
+        if freeze:
+            gc.collect()
+            gc.freeze()
+        passes: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        started = [0.0]
+
+        def timed(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                started[0] = time.thread_time()
+            else:
+                passes[info["generation"]].append(time.thread_time() - started[0])
+
+        run = secrets.token_hex(4)
+        gc.callbacks.append(timed)
+        try:
+            cpu = time.process_time()
+            for n in range(reviews):
+                routes.judge(state, "validate", fill(DISTINCT, f"{run}-{n}"),
+                             time.perf_counter())
+            cpu = time.process_time() - cpu
+        finally:
+            gc.callbacks.remove(timed)
+    lines = [f"{'frozen' if freeze else 'default'}: {cpu / reviews * 1e6:.0f} µs CPU per review"]
+    for generation, times in passes.items():
+        if times:
+            times.sort()
+            lines.append(f"  gen{generation}: {len(times) / reviews * 1000:5.1f} per 1,000 reviews, "
+                         f"median {times[len(times) // 2] * 1e3:6.2f} ms, max "
+                         f"{times[-1] * 1e3:6.2f} ms, {sum(times) / reviews * 1e6:5.1f} µs per review")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0)
@@ -425,11 +555,25 @@ def main() -> int:
                         help="send the same claim every time (the memo answers it) instead "
                              "of a distinct claim per request")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--gc-pauses", type=int, metavar="REVIEWS",
+                        help="no HTTP: judge this many distinct claims in process, with the "
+                             "start-up heap frozen (as the workers do) and without, and report "
+                             "the garbage collector's passes")
+    parser.add_argument("--gc-freeze", choices=("0", "1"), help=argparse.SUPPRESS)
     parser.add_argument("--serve-noop", nargs=2, metavar=("PORT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_noop:
         serve_noop(int(args.serve_noop[0]), Path(args.serve_noop[1]), args.workers, args.threads)
+        return 0
+
+    if args.gc_pauses and args.gc_freeze is not None:
+        print("\n".join(gc_pauses(args.gc_pauses, freeze=args.gc_freeze == "1")), flush=True)
+        return 0
+    if args.gc_pauses:  # a fresh process each, alternated: drift hits both alike
+        for freeze in "0101":
+            subprocess.run([sys.executable, __file__, "--gc-pauses", str(args.gc_pauses),
+                            "--gc-freeze", freeze], check=True)
         return 0
 
     folder = Path(tempfile.mkdtemp(prefix="draguard-bench-"))
@@ -449,6 +593,7 @@ def main() -> int:
     if args.tool == "hey" and not args.repeat:
         sys.exit("hey sends one body for every request: use it with --repeat")
     body = REPEATED if args.repeat else DISTINCT
+    masters = {"draguard": draguard.pid, "noop": noop.pid}
     results: list[Result] = []
     try:
         for mode in ("keep-alive", "new"):
@@ -460,12 +605,12 @@ def main() -> int:
                         rounds[server].append(measure(
                             server, ports[server], ca, tool=args.tool, mode=mode, load=load,
                             clients=clients, seconds=args.seconds, rate=args.rate,
-                            body=body))
+                            body=body, master=masters[server]))
                 for server in ("noop", "draguard"):
                     result = _median(rounds[server], by_rps=load == "max")
                     results.append(result)
                     if not args.json:
-                        print(_row(result), flush=True)
+                        print(_row(result) + _rounds(rounds[server]), flush=True)
     finally:
         stop(draguard)
         stop(noop)
@@ -488,7 +633,14 @@ def _median(rounds: list[Result], *, by_rps: bool) -> Result:
 
 def _row(r: Result) -> str:
     return (f"{r.server:9} {r.mode:10} {r.load:4}  {r.rps:8.1f} req/s  p50 {r.p50_ms:6.2f} ms"
-            f"  p99 {r.p99_ms:6.2f} ms  ({r.requests} ok, {r.errors} errors)")
+            f"  p99 {r.p99_ms:6.2f} ms  ({r.requests} ok, {r.errors} errors)"
+            f"  split {r.split or '?'}, server CPU {r.cpu_us:.0f} µs/request")
+
+
+def _rounds(rounds: list[Result]) -> str:
+    """Every round in short: throughput or p99, with its connection split."""
+    return "\n" + "\n".join(f"    round: {r.rps:8.1f} req/s  p99 {r.p99_ms:7.2f} ms  split "
+                            f"{r.split or '?'}  {r.cpu_us:.0f} µs/request" for r in rounds)
 
 
 def _summary(results: list[Result], rate: float) -> dict[str, Any]:

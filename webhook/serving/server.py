@@ -7,10 +7,18 @@ keep-alive timeout (120 s) outlasts the Go client's idle timeout (90 s in client
 transport defaults), so the server never closes a connection the apiserver is about
 to reuse. Each new connection is wrapped with the worker's cached certificate context
 (`draguard.webhook.serving.tls`), reloaded when the files change.
+
+Each worker moves what it built at start (Flask, the rule set's tables, compiled CEL,
+imported modules: some 50,000 objects) out of the cyclic garbage collector's sight once
+the app is loaded (`gc.freeze`, gunicorn's `post_worker_init` hook). Distinct claims fill
+the rule set's memo, so full collections come every few thousand reviews; each one
+walked all of those objects too, a pause in which the worker answers nobody, long
+enough to set the p99 at 1,000 reviews/s (issue 21; figures in bench/RESULTS.md).
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -52,9 +60,28 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
         # servers on a host (tests, bench, a sidecar) would fight over it.
         "control_socket_disable": True,
     }
-    settings.update(probeport.hooks(config))
+    probes = probeport.hooks(config)
+    settings.update(probes)
+    settings["post_worker_init"] = _frozen_after(probes.get("post_worker_init"))
     settings.update(config.extra)
     return settings
+
+
+def _frozen_after(hook: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    """gunicorn's `post_worker_init`: `hook` (if any), then the worker's start-up heap frozen.
+
+    Frozen objects are still freed by reference counting when dropped; only a reference
+    cycle among them would stay. What start-up makes mostly lives as long as the worker;
+    what is loaded later (a new policy or certificate, watch events) is not frozen.
+    """
+
+    def post_worker_init(worker: Any) -> None:
+        if hook is not None:
+            hook(worker)
+        gc.collect()  # start-up's garbage freed, not frozen with the rest
+        gc.freeze()
+
+    return post_worker_init
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]
