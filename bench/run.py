@@ -264,15 +264,10 @@ def middle(loads: list[Load], key: Callable[[Load], float]) -> Load:
     return sorted(loads, key=key)[len(loads) // 2]
 
 
-def worker_pids(master: int) -> list[str]:
-    """The gunicorn workers: the master's children."""
-    return Path(f"/proc/{master}/task/{master}/children").read_text().split()
-
-
 def worker_rss_mib(master: int) -> list[float]:
     """RSS of each gunicorn worker, in MiB."""
     sizes = []
-    for pid in worker_pids(master):
+    for pid in bench_webhook.worker_pids(master):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 sizes.append(int(line.split()[1]) / 1024)
@@ -281,12 +276,7 @@ def worker_rss_mib(master: int) -> list[float]:
 
 def server_cpu_seconds(master: int) -> float:
     """CPU time (user + system) used so far by a gunicorn master and its workers."""
-    pids = [str(master), *worker_pids(master)]
-    ticks = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return bench_webhook.cpu_seconds([str(master), *bench_webhook.worker_pids(master)])
 
 
 def start_servers(folder: Path) -> tuple[dict[str, subprocess.Popen[bytes]], dict[str, int], Path]:
