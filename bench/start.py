@@ -1,6 +1,6 @@
 """Benchmark: the start of `draguard lint FILE` on one small file (issue 21: < 150 ms).
 
-    .venv/bin/python bench/start.py [--runs 15] [--source] [--check]
+    .venv/bin/python bench/start.py [--runs 15] [--source] [--instructions] [--tree DIR] [--check]
 
 What a user feels at a pre-commit hook: the whole process of the console script
 (`draguard lint FILE`, interpreter and site included) on one small claim with a CEL
@@ -14,7 +14,12 @@ setuptools' editable finder, which imports pathlib at every start, is a develope
 cost. So the bench installs this tree (`pip install --no-deps --target`, about 15 s)
 into a temporary folder and runs it from a bare virtual environment whose `.pth` puts
 that folder and this environment's site-packages (the dependencies) on the path. The
-editable install (`.venv/bin/draguard`) is measured too, for the record.
+editable install (`.venv/bin/draguard`) is measured too, for the record. `--tree DIR`
+installs another checkout instead (e.g. `git worktree add /tmp/before main`), for a
+before/after on the same machine in the same hour.
+
+`--instructions` also counts the instructions of one installed start of each file under
+valgrind (`callgrind`; about a minute each): a figure the machine's load does not move.
 
 Bytecode: a user's `pip install` byte-compiles the package, but this machine sets
 PYTHONDONTWRITEBYTECODE=1, so an editable install here never keeps `.pyc` files and
@@ -61,11 +66,11 @@ class Start:
 EDITABLE = (sys.executable, os.path.join(os.path.dirname(sys.executable), "draguard"))
 
 
-def install(folder: str) -> tuple[str, str]:
-    """This tree installed as a user installs it: the interpreter and console script."""
+def install(folder: str, tree: Path) -> tuple[str, str]:
+    """A tree installed as a user installs it: the interpreter and console script."""
     target = os.path.join(folder, "installed")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    target, str(ROOT)], check=True, stdout=subprocess.DEVNULL,
+                    target, str(tree)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     venv = os.path.join(folder, "venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
@@ -116,19 +121,30 @@ def write_files(folder: str) -> tuple[str, str]:
     return cel, plain
 
 
-def measure(runs: int, *, source: bool) -> dict[str, Start]:
+def instructions(program: tuple[str, str], path: str, env: dict[str, str]) -> int:
+    """Instructions executed by one `draguard lint PATH` (valgrind's callgrind)."""
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          *program, "lint", path], env=env, capture_output=True, text=True)
+    line = next(line for line in run.stderr.splitlines() if "Collected :" in line)
+    return int(line.rpartition(":")[2])
+
+
+def measure(
+    runs: int, *, source: bool, tree: Path = ROOT, count: bool = False
+) -> dict[str, Start | int]:
     """Figures keyed `cel`, `plain` (installed), `cel editable`, `plain editable` and,
-    with `source`, `cel source`; every one with bytecode cached but the last."""
+    with `source`, `cel source`; every one with bytecode cached but the last. With
+    `count`, also `cel instructions` and `plain instructions` (installed)."""
+    figures: dict[str, Start | int] = {}
     with tempfile.TemporaryDirectory(prefix="draguard-bench-start-") as folder:
         cel, plain = write_files(folder)
-        installed = install(folder)
+        installed = install(folder, tree)
         compiled = os.path.join(folder, "pycache")
         warm = child_env(compiled, write=True)
         for program in (installed, EDITABLE):  # writes every module's bytecode in the prefix
             run_once(program, cel, warm)
             run_once(program, plain, warm)
         cached = child_env(compiled, write=False)
-        figures = {}
         for suffix, program in (("", installed), (" editable", EDITABLE)):
             figures["cel" + suffix] = best(program, cel, cached, runs)
             figures["plain" + suffix] = best(program, plain, cached, runs)
@@ -138,6 +154,9 @@ def measure(runs: int, *, source: bool) -> dict[str, Start]:
             shutil.copytree(compiled, stripped)
             shutil.rmtree(stripped + str(ROOT), ignore_errors=True)
             figures["cel source"] = best(EDITABLE, cel, child_env(stripped, write=False), runs)
+        if count:
+            figures["cel instructions"] = instructions(installed, cel, cached)
+            figures["plain instructions"] = instructions(installed, plain, cached)
     return figures
 
 
@@ -146,18 +165,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15, help="processes per figure (min)")
     parser.add_argument("--source", action="store_true",
                         help="also measure with draguard's modules compiled from source")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count one installed start's instructions (valgrind)")
+    parser.add_argument("--tree", type=Path, default=ROOT,
+                        help="install this checkout instead of this one")
     parser.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
     args = parser.parse_args(argv)
-    figures = measure(args.runs, source=args.source)
+    figures = measure(args.runs, source=args.source, tree=args.tree.resolve(),
+                      count=args.instructions)
     what = {"cel": "one small file with a CEL selector",
             "plain": "the same claim without selectors",
             "cel editable": "with a CEL selector, editable install",
             "plain editable": "without selectors, editable install",
-            "cel source": "with a CEL selector, editable, compiled from source"}
-    print(f"draguard lint start (min of {args.runs}; load average {os.getloadavg()[0]:.1f})")
+            "cel source": "with a CEL selector, editable, compiled from source",
+            "cel instructions": "with a CEL selector, installed: instructions",
+            "plain instructions": "without selectors, installed: instructions"}
+    print(f"draguard lint start of {args.tree.resolve()} (min of {args.runs}; "
+          f"load average {os.getloadavg()[0]:.1f})")
     for key, figure in figures.items():
-        print(f"  {what[key]:<52} {figure.cpu * 1000:6.1f} ms CPU  {figure.wall * 1000:6.1f} ms wall")
-    met = figures["cel"].cpu < START_TARGET
+        if isinstance(figure, int):
+            print(f"  {what[key]:<52} {figure / 1e6:8.1f} million")
+        else:
+            print(f"  {what[key]:<52} {figure.cpu * 1000:6.1f} ms CPU  "
+                  f"{figure.wall * 1000:6.1f} ms wall")
+    cel = figures["cel"]
+    assert isinstance(cel, Start)
+    met = cel.cpu < START_TARGET
     print(f"target < {START_TARGET * 1000:.0f} ms (CPU, installed, bytecode cached): "
           f"{'met' if met else 'NOT met'}")
     return 1 if args.check and not met else 0
