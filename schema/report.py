@@ -8,6 +8,7 @@ but are not results.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -279,11 +280,14 @@ def _object_label(result: DocumentResult) -> str:
 # its Char production (#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
 # [#x10000-#x10FFFF]), written as the few ranges it leaves out, which compile in a tenth
 # of the time of the negated class (tests/schema/test_report.py checks every code point).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Compiled on first use, by the JUnit output only: not at every start.
+@functools.cache
+def _not_xml() -> re.Pattern[str]:
+    return re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _xml(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+    return _not_xml().sub("\ufffd", text)
 
 
 # --- sarif -------------------------------------------------------------------------

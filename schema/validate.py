@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-import orjson
-
 from draguard.schema.advice.claims import (
     IGNORE_ANNOTATION,
     Advice,
@@ -341,6 +339,8 @@ def _content(value: Any) -> bytes | None:
     version 2, because later ones mark objects by their reference counts and
     interning, which would make the bytes of equal specs differ between requests.
     """
+    import orjson  # here: only the webhook keeps a memo, and orjson imports uuid and platform
+
     try:
         content = orjson.dumps(value)
         if b"null" not in content:

@@ -30,9 +30,16 @@ import yaml_rs
 from draguard.schema.model.paths import Segment
 from draguard.schema.read.offsets import LineIndex
 
-# Characters libyaml refuses in a scalar (outside its printable set), line breaks (NEL,
-# LS and PS are breaks in YAML 1.1 only), the BOM and surrogates.
-_BAD = r"\n\r\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+# Characters libyaml refuses in a scalar (outside its printable set) and line breaks
+# (NEL is a break in YAML 1.1 only) up to U+00FF: the grammar's character classes below
+# exclude them.
+_BAD = r"\n\r\x00-\x08\x0b-\x1f\x7f-\x9f"
+# The rest, beyond U+00FF: LS and PS (breaks in YAML 1.1 only), surrogates, the BOM and
+# U+FFFE/U+FFFF. A text with one anywhere, even in a comment, goes to `yamlevents`. Not
+# in `_BAD`: a class beyond U+00FF, in each of the grammar's classes, was two thirds of
+# its compile time, paid at every start; and most texts are ASCII, never searched (the
+# pattern is compiled on the first text that is not).
+_REFUSED_WIDE = r"[\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 _TAIL = r"(?:[ \t]++(?:#[^\n]*+)?+)?+"  # trailing blanks and a comment
 _BOOL11 = r"(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)"  # booleans in 1.1 only
 _KEYWORD = rf"(?:{_BOOL11}|y|Y|n|N|true|True|TRUE|false|False|FALSE|null|Null|NULL)"
@@ -121,6 +128,8 @@ def _block_with_flow() -> re.Pattern[str]:
 
 def plain_block(text: str) -> bool:
     """Whether every line of the text is in the grammar (`_BLOCK`, flow values allowed)."""
+    if not text.isascii() and re.search(_REFUSED_WIDE, text) is not None:
+        return False
     if _BLOCK.fullmatch(text) is not None:
         return True
     return _FLOW_OPEN.search(text) is not None and _block_with_flow().fullmatch(text) is not None

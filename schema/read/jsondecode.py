@@ -20,8 +20,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from draguard.schema.model.paths import Segment
 from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.offsets import LineIndex
@@ -88,6 +86,8 @@ def _strings_in_value(value: Any) -> int:
     character, so the encoding has no escape and every `"` opens or closes a string.
     A value orjson cannot encode (an integer beyond 64 bits) is walked.
     """
+    import orjson  # here: a YAML input never needs it, and it imports uuid and platform
+
     try:
         return orjson.dumps(value).count(b'"') // 2
     except orjson.JSONEncodeError:
@@ -139,6 +139,8 @@ def loads_utf8(data: bytes | memoryview) -> Any:
     strict UTF-8 decoding refuses, and those go the slow way to fail as it does.
     """
     if not _long_digit_run(data):
+        import orjson  # here: see `_strings_in_value`
+
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

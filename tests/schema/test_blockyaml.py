@@ -103,11 +103,15 @@ def test_most_manifests_take_the_fast_path_and_agree() -> None:
         "%YAML 1.1\n---\na: b\n", "--- a\n", "- - a\n", "a: -b\n", "a: b: c\n", "a: @b\n",
         "a: 12345678901234567890\n", "a: 1.0000000000000000001\n",
         "f:a b: c\n", "a: 00000000-5f3c-4e8f-a7b6\n", "a: 1e-5\n",
-        "...: x\n", ".a: b\n",
+        "...: x\n", ".a: b\n", "a: b # c\u2028d: e\n", "a: b # \ud800\n", "a: b\ufffe\n",
     ],
 )
 def test_texts_the_two_yaml_versions_read_differently_are_declined(text: str) -> None:
     assert blockyaml.load(text) is None
+
+
+def test_text_beyond_ascii_takes_the_fast_path() -> None:
+    assert blockyaml.load("a: café # ü\nb: 'ß'\n") == {"a": "café", "b": "ß"}
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,13 @@ function is installed as `kubectl-draguard`, which kubectl runs for `kubectl dra
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
-
-from draguard.schema.cli.frame import quiet, write
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("draguard.schema.cli.lint", "validate DRA claims and templates like the apiserver"),
@@ -75,12 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = _dispatch(list(sys.argv[1:] if argv is None else argv), keep)
     except BrokenPipeError:
-        quiet()
+        _quiet()
         return 141
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        quiet()
+        _quiet()
     if keep:
         _exit_now(status)
     return status
@@ -95,7 +95,35 @@ def _exit_now(status: int) -> NoReturn:
     os._exit(status)
 
 
+def _quiet() -> None:
+    from draguard.schema.cli.frame import quiet  # loaded by then: `_dispatch` needs it
+
+    quiet()
+
+
+def _load(name: str, *, freeze: bool = False) -> ModuleType:
+    """A module imported with the cycle collector paused.
+
+    An import allocates many objects and keeps nearly all of them (modules, classes,
+    functions, tables), so collections during it walk them for nothing. With `freeze`
+    (a process of its own: the command line) they are also kept out of every later
+    collection's sight (`gc.freeze`); not in a process that calls `main` again and
+    again (tests), where it would keep pending garbage for good. The command itself
+    runs with the collector as it was.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(name)
+    finally:
+        if collecting:
+            if freeze:
+                gc.freeze()
+            gc.enable()
+
+
 def _dispatch(args: list[str], keep: list[object] | None = None) -> int:
+    write = _load("draguard.schema.cli.frame", freeze=keep is not None).write
     prog = program_name()
     if not args or args[0] in ("-h", "--help", "help"):
         write(sys.stdout, usage(prog) + "\n")
@@ -107,7 +135,7 @@ def _dispatch(args: list[str], keep: list[object] | None = None) -> int:
     if name not in COMMANDS:
         print(f"{prog}: unknown command {name!r}\n\n{usage(prog)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
+    module = _load(COMMANDS[name][0], freeze=keep is not None)
     if keep is not None and getattr(module, "EXIT_WITHOUT_FREEING", False):
         keep.append(module)  # a non-empty `keep`: main() ends the process itself
         fast: int = module.main(rest, keep=keep)
