@@ -19,7 +19,7 @@ from draguard.schema.advice.codes import Advice as Advice
 from draguard.schema.advice.codes import Version as Version
 from draguard.schema.advice.codes import ignored_codes as ignored_codes
 from draguard.schema.advice.requests import Request, gather_requests
-from draguard.schema.advice.skew import check_skew
+from draguard.schema.advice.skew import check_skew, skew_silent
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import (
     ALLOCATION_RESULTS_MAX,
@@ -44,29 +44,49 @@ def advise_claim_spec(
     """Every per-object check over one hub-shaped claim spec at `path`, in a fixed order.
 
     The requests, their alternatives and device counts are gathered once and shared
-    by all checks.
+    by all checks; one loop over them serves every per-request check and the totals of
+    `devices-over-32` and `combinations`, and paths and messages are built only for a
+    finding (the webhook judges every distinct claim with this).
     """
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
-    dpath = path.child("devices")
     requests = gather_requests(devices)
-    out: list[Advice] = list(check_skew(devices, requests, dpath, version.release.minor))
+    minor = version.release.minor
+    dpath = path.child("devices")
+    out: list[Advice] = [] if skew_silent(minor) else list(
+        check_skew(devices, requests, dpath, minor))
     if devices.get("config"):
-        out.extend(check_config_names_parent(devices, dpath, version.release.minor))
-    _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))
+        out.extend(check_config_names_parent(devices, dpath, minor))
+    if not requests:
+        return out  # every check below needs a request
+    rpaths = dpath.child("requests")
+    _give(out, check_quota_charge(requests, rpaths, per_pod=per_pod))
+    worst = 0
+    sizes: list[int] = []
     for i, request, subs, _, counts in requests:
+        if not counts:
+            continue
+        worst += max(counts)  # `All` counts 0, so it never is the largest
         if not subs:
             continue
-        rpath = dpath.child("requests").index(i)
+        sizes.append(len(subs))
+        differ = counts.count(counts[0]) != len(counts)
+        if not (differ or profiles or 0 in counts):
+            continue
+        rpath = rpaths.index(i)
         if 0 in counts:  # an `All` subrequest
             out.extend(check_all_mode(counts, rpath, version))
-        _give(out, check_counts_differ(request, counts, rpath, profiles))
+        if differ:
+            out.append(_counts_differ(request, counts, rpath, profiles))
         if profiles:
             out.extend(check_profiles(request, rpath, profiles))
-    _give(out, check_devices_over_32(requests, dpath))
-    _give(out, check_combinations(requests, dpath))
-    _give(out, check_class_config_names(requests, dpath, version))
+    if worst > ALLOCATION_RESULTS_MAX:
+        out.append(_devices_over_32(worst, rpaths))
+    if len(sizes) > 1:
+        _give(out, _combinations(sizes, rpaths))
+    if len(requests) > 1:
+        _give(out, check_class_config_names(requests, dpath, version))
     return out
 
 
@@ -208,41 +228,58 @@ def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int
     alternatives of that class (`All` as 32), summed over requests (KEP-4816: no quota
     circumvention); an allocation needs only the chosen alternative.
     """
+    charge, need, _, _ = _quota(requests)
+    return charge, need
+
+
+def _quota(requests: list[Request]) -> tuple[dict[str, int], dict[str, int], int, int]:
+    """`quota_charge` and the two totals, summed on the way."""
     charge: dict[str, int] = {}
     need: dict[str, int] = {}
+    charged = needed = 0
     # Plain loops: in Python 3.11 each comprehension is a function call of its own.
     for _, _, _, alternatives, counts in requests:
         if not alternatives:
             continue
         if len(alternatives) == 1:  # an exact request or a lone subrequest: charged as needed
-            cls = str(alternatives[0].get("deviceClassName", ""))
+            cls = _class(alternatives[0])
             n = counts[0] or ALL_MODE_QUOTA_CHARGE
             need[cls] = need.get(cls, 0) + n
             charge[cls] = charge.get(cls, 0) + n
+            charged += n
+            needed += n
             continue
         largest: dict[str, int] = {}
         for alternative, count in zip(alternatives, counts, strict=True):
-            cls = str(alternative.get("deviceClassName", ""))
+            cls = _class(alternative)
             n = count or ALL_MODE_QUOTA_CHARGE
             if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
                 largest[cls] = n
         first = next(iter(largest))  # the first alternative's class
-        need[first] = need.get(first, 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
+        n = counts[0] or ALL_MODE_QUOTA_CHARGE
+        need[first] = need.get(first, 0) + n
+        needed += n
         for cls, n in largest.items():
             charge[cls] = charge.get(cls, 0) + n
-    return charge, need
+            charged += n
+    return charge, need, charged, needed
+
+
+def _class(alternative: dict[str, Any]) -> str:
+    cls = alternative.get("deviceClassName", "")
+    return cls if isinstance(cls, str) else str(cls)
 
 
 def check_quota_charge(
-    requests: list[Request], dpath: FieldPath, *, per_pod: bool
+    requests: list[Request], rpaths: FieldPath, *, per_pod: bool
 ) -> Advice | None:
-    charge, need = quota_charge(requests)
-    charged, needed = sum(charge.values()), sum(need.values())
+    """`rpaths`: the path of `devices.requests`."""
+    charge, need, charged, needed = _quota(requests)
     if charged <= needed:
         return None
     unit = "per pod " if per_pod else ""
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "quota-charge",
         f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
         f"({charged} devices), while its first choices need {_per_class(need)} "
@@ -250,31 +287,27 @@ def check_quota_charge(
     )
 
 
-def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Advice | None:
-    worst = 0
-    for _, _, _, _, counts in requests:
-        worst += max(counts, default=0)  # `All` counts 0, so it never is the largest
-    if worst <= ALLOCATION_RESULTS_MAX:
-        return None
+def _devices_over_32(worst: int, rpaths: FieldPath) -> Advice:
+    """`worst`: the devices when every request gets its largest alternative."""
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "devices-over-32",
         f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
         f"{ALLOCATION_RESULTS_MAX} results: the scheduler cannot allocate those combinations",
     )
 
 
-def check_combinations(requests: list[Request], dpath: FieldPath) -> Advice | None:
-    sizes = [len(subs) for _, _, subs, _, _ in requests if subs]
+def _combinations(sizes: list[int], rpaths: FieldPath) -> Advice | None:
+    """`sizes`: the number of alternatives of each prioritized request, two or more."""
     if len(sizes) > REQUESTS_MAX:
         # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
         # product can outgrow what int → str may print (ValueError past 4,300 digits).
         return None
-    total = prod(sizes) if sizes else 0
-    if len(sizes) <= 1 or total <= COMBINATIONS_WARN_AT:
+    total = prod(sizes)
+    if total <= COMBINATIONS_WARN_AT:
         return None
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "combinations",
         f"{total} combinations of alternatives across {len(sizes)} prioritized requests "
         f"({' × '.join(map(str, sizes))}); the allocator may try each on every candidate node",
@@ -311,19 +344,20 @@ def check_all_mode(counts: list[int], rpath: FieldPath, version: Version) -> Ite
             )
 
 
-def check_counts_differ(
+def _counts_differ(
     request: dict[str, Any], counts: list[int], rpath: FieldPath, profiles: frozenset[str]
-) -> Advice | None:
-    """`counts` are the subrequests' device counts, `All` as 0."""
-    if len(set(counts)) <= 1:
-        return None
-    shown = ", ".join(["All" if c == 0 else str(c) for c in counts])
+) -> Advice:
+    """`counts` are the subrequests' device counts, `All` as 0, not all the same."""
+    shown = []
+    for c in counts:  # a loop: no comprehension call (Python 3.11)
+        shown.append("All" if c == 0 else str(c))
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
     return Advice(
         rpath.child("firstAvailable"),
         "alternative-counts-differ",
-        f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "
-        f"operators that size workers from the claim see only one of them{refusal}",
+        f"alternatives of `{request.get('name', '')}` ask for different device counts "
+        f"({', '.join(shown)}): operators that size workers from the claim see only one of "
+        f"them{refusal}",
     )
 
 

@@ -46,7 +46,7 @@ def check_skew(
 ) -> Iterator[Advice]:
     """Per request its gated features, then subrequest references, then distinctAttribute,
     each only when a component allowed next to a 1.`target` apiserver lacks it."""
-    if _silent(target):  # every check below is guarded by a lack: nothing to walk for
+    if skew_silent(target):  # every check below is guarded by a lack: nothing to walk for
         return
     scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
     kubelet = _oldest("kubelet", target, KUBELET_SKEW)
@@ -86,7 +86,7 @@ class _Oldest:
 
 
 @cache
-def _silent(target: int) -> bool:
+def skew_silent(target: int) -> bool:
     """True when the oldest scheduler and kubelet the skew policy allows next to a
     1.`target` apiserver have every feature the checks ask about (from 1.37 on)."""
     scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
