@@ -53,14 +53,20 @@ def advise_claim_spec(
         return []
     requests = gather_requests(devices)
     minor = version.release.minor
-    dpath = path.child("devices")
-    out: list[Advice] = [] if skew_silent(minor) else list(
-        check_skew(devices, requests, dpath, minor))
-    if devices.get("config"):
-        out.extend(check_config_names_parent(devices, dpath, minor))
+    silent = skew_silent(minor)
+    config = devices.get("config")
+    out: list[Advice] = []
+    if config or not silent:
+        dpath = path.child("devices")
+        if not silent:
+            out.extend(check_skew(devices, requests, dpath, minor))
+        if config:
+            out.extend(check_config_names_parent(devices, dpath, minor))
     if not requests:
         return out  # every check below needs a request
-    rpaths = dpath.child("requests")
+    # Each path is built from its segments in one step, and only for a finding.
+    rparts = (*path.parts, "devices", "requests")
+    rpaths = FieldPath(rparts)
     _give(out, check_quota_charge(requests, rpaths, per_pod=per_pod))
     worst = 0
     sizes: list[int] = []
@@ -71,22 +77,19 @@ def advise_claim_spec(
         if not subs:
             continue
         sizes.append(len(subs))
-        differ = counts.count(counts[0]) != len(counts)
-        if not (differ or profiles or 0 in counts):
-            continue
-        rpath = rpaths.index(i)
         if 0 in counts:  # an `All` subrequest
-            out.extend(check_all_mode(counts, rpath, version))
-        if differ:
-            out.append(_counts_differ(request, counts, rpath, profiles))
+            out.extend(check_all_mode(counts, FieldPath((*rparts, i)), version))
+        if counts.count(counts[0]) != len(counts):
+            out.append(_counts_differ(request, counts, FieldPath((*rparts, i, "firstAvailable")),
+                                      profiles))
         if profiles:
-            out.extend(check_profiles(request, rpath, profiles))
+            out.extend(check_profiles(request, FieldPath((*rparts, i)), profiles))
     if worst > ALLOCATION_RESULTS_MAX:
         out.append(_devices_over_32(worst, rpaths))
     if len(sizes) > 1:
         _give(out, _combinations(sizes, rpaths))
     if len(requests) > 1:
-        _give(out, check_class_config_names(requests, dpath, version))
+        _give(out, check_class_config_names(requests, rpaths, version))
     return out
 
 
@@ -245,7 +248,9 @@ def _quota(requests: list[Request]) -> tuple[dict[str, int], dict[str, int], int
         if not alternatives:
             continue
         if len(alternatives) == 1:  # an exact request or a lone subrequest: charged as needed
-            cls = _class(alternatives[0])
+            cls = alternatives[0].get("deviceClassName", "")
+            if not isinstance(cls, str):
+                cls = str(cls)
             n = counts[0] or ALL_MODE_QUOTA_CHARGE
             need[cls] = need.get(cls, 0) + n
             charge[cls] = charge.get(cls, 0) + n
@@ -254,7 +259,9 @@ def _quota(requests: list[Request]) -> tuple[dict[str, int], dict[str, int], int
             continue
         largest: dict[str, int] = {}
         for alternative, count in zip(alternatives, counts, strict=True):
-            cls = _class(alternative)
+            cls = alternative.get("deviceClassName", "")
+            if not isinstance(cls, str):
+                cls = str(cls)
             n = count or ALL_MODE_QUOTA_CHARGE
             if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
                 largest[cls] = n
@@ -266,11 +273,6 @@ def _quota(requests: list[Request]) -> tuple[dict[str, int], dict[str, int], int
             charge[cls] = charge.get(cls, 0) + n
             charged += n
     return charge, need, charged, needed
-
-
-def _class(alternative: dict[str, Any]) -> str:
-    cls = alternative.get("deviceClassName", "")
-    return cls if isinstance(cls, str) else str(cls)
 
 
 def check_quota_charge(
@@ -348,15 +350,16 @@ def check_all_mode(counts: list[int], rpath: FieldPath, version: Version) -> Ite
 
 
 def _counts_differ(
-    request: dict[str, Any], counts: list[int], rpath: FieldPath, profiles: frozenset[str]
+    request: dict[str, Any], counts: list[int], at: FieldPath, profiles: frozenset[str]
 ) -> Advice:
-    """`counts` are the subrequests' device counts, `All` as 0, not all the same."""
+    """`counts` are the subrequests' device counts, `All` as 0, not all the same; `at` is
+    the request's `firstAvailable`."""
     shown = []
     for c in counts:  # a loop: no comprehension call (Python 3.11)
         shown.append("All" if c == 0 else str(c))
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
     return Advice(
-        rpath.child("firstAvailable"),
+        at,
         "alternative-counts-differ",
         f"alternatives of `{request.get('name', '')}` ask for different device counts "
         f"({', '.join(shown)}): operators that size workers from the claim see only one of "
@@ -384,12 +387,12 @@ def check_profiles(
 
 
 def check_class_config_names(
-    requests: list[Request], dpath: FieldPath, version: Version
+    requests: list[Request], rpaths: FieldPath, version: Version
 ) -> Advice | None:
     """kubernetes#134789 (fixed by #134793 in 1.33.6 and 1.34.2): the allocator leaves
     `requests` empty in FromClass configs of the allocation result. Empty means "all", so
     a single-request claim is unharmed; with several requests a driver applies every
-    class's config to every request, prioritized or not."""
+    class's config to every request, prioritized or not. `rpaths`: `devices.requests`."""
     fixed = _CLASS_CONFIG_FIXED.get(version.release.minor)
     if fixed is None or not version.before(version.release.minor, fixed):
         return None
@@ -397,7 +400,7 @@ def check_class_config_names(
         return None
     first = f"{version.release.name}.{fixed}"
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "class-config-request-names",
         f"Kubernetes {version.release.name}.x before {first} leaves request names out of "
         "DeviceClass configs in allocation results, so with several requests drivers cannot tell "
