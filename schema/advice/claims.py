@@ -61,7 +61,7 @@ def advise_claim_spec(
         if not silent:
             out.extend(check_skew(devices, requests, dpath, minor))
         if config:
-            out.extend(check_config_names_parent(devices, dpath, minor))
+            out.extend(check_config_names_parent(devices, requests, dpath, minor))
     if not requests:
         return out  # every check below needs a request
     # Each path is built from its segments in one step, and only for a finding.
@@ -146,8 +146,12 @@ class ReferenceRewrite:
 
 def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
     """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
+    return _parents(gather_requests(devices))
+
+
+def _parents(requests: list[Request]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for _, request, subrequests, _, _ in gather_requests(devices):
+    for _, request, subrequests, _, _ in requests:
         name = request.get("name")
         if not isinstance(name, str):
             continue
@@ -163,7 +167,10 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
     """The `config-names-parent` rewrites for a devices object of any version or layout."""
     if not devices.get("config"):
         return []
-    parents = prioritized_parents(devices)
+    return _rewrites(devices, prioritized_parents(devices))
+
+
+def _rewrites(devices: dict[str, Any], parents: dict[str, list[str]]) -> list[ReferenceRewrite]:
     rewrites = []
     configs = devices.get("config")  # any JSON type: the rule set reports it, not this
     for k, config in enumerate(configs if isinstance(configs, list) else []):
@@ -182,14 +189,15 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
 
 
 def check_config_names_parent(
-    devices: dict[str, Any], dpath: FieldPath, minor: int | None = None
+    devices: dict[str, Any], requests: list[Request], dpath: FieldPath, minor: int | None = None
 ) -> Iterator[Advice]:
-    """`minor`: the release; from 1.37 a config that covers every request is not affected."""
+    """`requests`: `gather_requests(devices)`; `minor`: the release; from 1.37 a config
+    that covers every request is not affected."""
     if not devices.get("config"):
         return
-    parents = prioritized_parents(devices)
-    everyone = _request_names(devices) if minor is not None and minor >= 37 else None
-    for rewrite in config_reference_rewrites(devices):
+    parents = _parents(requests)
+    everyone = _request_names(requests) if minor is not None and minor >= 37 else None
+    for rewrite in _rewrites(devices, parents):
         if everyone and everyone <= set(rewrite.old):
             # From 1.37 the allocator clears `config[].requests` when the config covers
             # every request ("empty means all"), so a driver applies it to every result
@@ -215,9 +223,9 @@ def check_config_names_parent(
             )
 
 
-def _request_names(devices: dict[str, Any]) -> set[str]:
+def _request_names(requests: list[Request]) -> set[str]:
     names = set()
-    for _, request, _, _, _ in gather_requests(devices):
+    for _, request, _, _, _ in requests:
         name = request.get("name")
         if isinstance(name, str):
             names.add(name)
