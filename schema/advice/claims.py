@@ -67,23 +67,54 @@ def advise_claim_spec(
     # Each path is built from its segments in one step, and only for a finding.
     rparts = (*path.parts, "devices", "requests")
     rpaths = FieldPath(rparts)
-    _give(out, check_quota_charge(requests, rpaths, per_pod=per_pod))
-    worst = 0
+    # quota-charge: core ResourceQuota charges a prioritized request, per device class,
+    # the largest count among its alternatives of that class (`All` as 32), summed over
+    # requests (KEP-4816: no quota circumvention); an allocation needs only the chosen
+    # alternative. Plain loops: in Python 3.11 each comprehension is a call of its own.
+    charge: dict[str, int] = {}
+    need: dict[str, int] = {}
+    charged = needed = worst = 0
     sizes: list[int] = []
-    for i, request, subs, _, counts in requests:
+    per_request: list[Advice] = []
+    for i, request, subs, alternatives, counts in requests:
         if not counts:
             continue
-        worst += max(counts)  # `All` counts 0, so it never is the largest
+        n = counts[0] or ALL_MODE_QUOTA_CHARGE
+        cls = alternatives[0].get("deviceClassName", "")
+        if not isinstance(cls, str):
+            cls = str(cls)
+        need[cls] = need.get(cls, 0) + n
+        needed += n
+        if len(counts) == 1:  # an exact request or a lone subrequest: charged as needed
+            charge[cls] = charge.get(cls, 0) + n
+            charged += n
+            worst += counts[0]
+        else:
+            largest = {cls: n}
+            for k in range(1, len(counts)):
+                cls = alternatives[k].get("deviceClassName", "")
+                if not isinstance(cls, str):
+                    cls = str(cls)
+                n = counts[k] or ALL_MODE_QUOTA_CHARGE
+                if n > largest.get(cls, 0):
+                    largest[cls] = n
+            for cls, n in largest.items():
+                charge[cls] = charge.get(cls, 0) + n
+                charged += n
+            worst += max(counts)  # `All` counts 0, so it never is the largest
         if not subs:
             continue
         sizes.append(len(subs))
         if 0 in counts:  # an `All` subrequest
-            out.extend(check_all_mode(counts, FieldPath((*rparts, i)), version))
-        if counts.count(counts[0]) != len(counts):
-            out.append(_counts_differ(request, counts, FieldPath((*rparts, i, "firstAvailable")),
-                                      profiles))
+            per_request.extend(check_all_mode(counts, FieldPath((*rparts, i)), version))
+        if len(counts) > 1 and counts.count(counts[0]) != len(counts):
+            per_request.append(_counts_differ(
+                request, counts, FieldPath((*rparts, i, "firstAvailable")), profiles))
         if profiles:
-            out.extend(check_profiles(request, FieldPath((*rparts, i)), profiles))
+            per_request.extend(check_profiles(request, FieldPath((*rparts, i)), profiles))
+    if charged > needed:
+        out.append(_quota_charge(charge, need, charged, needed, rpaths, per_pod=per_pod))
+    out += per_request
     if worst > ALLOCATION_RESULTS_MAX:
         out.append(_devices_over_32(worst, rpaths))
     if len(sizes) > 1:
@@ -235,61 +266,12 @@ def _request_names(requests: list[Request]) -> set[str]:
 # -- quota-charge, devices-over-32, combinations -------------------------------------------
 
 
-def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int]]:
-    """(charge per class, first-choice need per class) under core ResourceQuota semantics.
-
-    Quota charges a prioritized request, per device class, the largest count among its
-    alternatives of that class (`All` as 32), summed over requests (KEP-4816: no quota
-    circumvention); an allocation needs only the chosen alternative.
-    """
-    charge, need, _, _ = _quota(requests)
-    return charge, need
-
-
-def _quota(requests: list[Request]) -> tuple[dict[str, int], dict[str, int], int, int]:
-    """`quota_charge` and the two totals, summed on the way."""
-    charge: dict[str, int] = {}
-    need: dict[str, int] = {}
-    charged = needed = 0
-    # Plain loops: in Python 3.11 each comprehension is a function call of its own.
-    for _, _, _, alternatives, counts in requests:
-        if not alternatives:
-            continue
-        if len(alternatives) == 1:  # an exact request or a lone subrequest: charged as needed
-            cls = alternatives[0].get("deviceClassName", "")
-            if not isinstance(cls, str):
-                cls = str(cls)
-            n = counts[0] or ALL_MODE_QUOTA_CHARGE
-            need[cls] = need.get(cls, 0) + n
-            charge[cls] = charge.get(cls, 0) + n
-            charged += n
-            needed += n
-            continue
-        largest: dict[str, int] = {}
-        for alternative, count in zip(alternatives, counts, strict=True):
-            cls = alternative.get("deviceClassName", "")
-            if not isinstance(cls, str):
-                cls = str(cls)
-            n = count or ALL_MODE_QUOTA_CHARGE
-            if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
-                largest[cls] = n
-        first = next(iter(largest))  # the first alternative's class
-        n = counts[0] or ALL_MODE_QUOTA_CHARGE
-        need[first] = need.get(first, 0) + n
-        needed += n
-        for cls, n in largest.items():
-            charge[cls] = charge.get(cls, 0) + n
-            charged += n
-    return charge, need, charged, needed
-
-
-def check_quota_charge(
-    requests: list[Request], rpaths: FieldPath, *, per_pod: bool
-) -> Advice | None:
-    """`rpaths`: the path of `devices.requests`."""
-    charge, need, charged, needed = _quota(requests)
-    if charged <= needed:
-        return None
+def _quota_charge(
+    charge: dict[str, int], need: dict[str, int], charged: int, needed: int,
+    rpaths: FieldPath, *, per_pod: bool,
+) -> Advice:
+    """`charge`, `need`: devices per class charged to quota and needed by the first
+    choices, `charged` and `needed` their sums; `rpaths`: `devices.requests`."""
     unit = "per pod " if per_pod else ""
     return Advice(
         rpaths,
