@@ -19,7 +19,7 @@ from draguard.schema.advice.codes import Advice as Advice
 from draguard.schema.advice.codes import Version as Version
 from draguard.schema.advice.codes import ignored_codes as ignored_codes
 from draguard.schema.advice.requests import Request, gather_requests
-from draguard.schema.advice.skew import check_skew
+from draguard.schema.advice.skew import check_skew, skew_silent
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import (
     ALLOCATION_RESULTS_MAX,
@@ -44,29 +44,83 @@ def advise_claim_spec(
     """Every per-object check over one hub-shaped claim spec at `path`, in a fixed order.
 
     The requests, their alternatives and device counts are gathered once and shared
-    by all checks.
+    by all checks; one loop over them serves every per-request check and the totals of
+    `devices-over-32` and `combinations`, and paths and messages are built only for a
+    finding (the webhook judges every distinct claim with this).
     """
     devices = spec.get("devices")
     if not isinstance(devices, dict):
         return []
-    dpath = path.child("devices")
     requests = gather_requests(devices)
-    out: list[Advice] = list(check_skew(devices, requests, dpath, version.release.minor))
-    if devices.get("config"):
-        out.extend(check_config_names_parent(devices, dpath, version.release.minor))
-    _give(out, check_quota_charge(requests, dpath, per_pod=per_pod))
-    for i, request, subs, _, counts in requests:
+    minor = version.release.minor
+    silent = skew_silent(minor)
+    config = devices.get("config")
+    out: list[Advice] = []
+    if config or not silent:
+        dpath = path.child("devices")
+        if not silent:
+            out.extend(check_skew(devices, requests, dpath, minor))
+        if config:
+            out.extend(check_config_names_parent(devices, requests, dpath, minor))
+    if not requests:
+        return out  # every check below needs a request
+    # Each path is built from its segments in one step, and only for a finding.
+    rparts = (*path.parts, "devices", "requests")
+    rpaths = FieldPath(rparts)
+    # quota-charge: core ResourceQuota charges a prioritized request, per device class,
+    # the largest count among its alternatives of that class (`All` as 32), summed over
+    # requests (KEP-4816: no quota circumvention); an allocation needs only the chosen
+    # alternative. Plain loops: in Python 3.11 each comprehension is a call of its own.
+    charge: dict[str, int] = {}
+    need: dict[str, int] = {}
+    charged = needed = worst = 0
+    sizes: list[int] = []
+    per_request: list[Advice] = []
+    for i, request, subs, alternatives, counts in requests:
+        if not counts:
+            continue
+        n = counts[0] or ALL_MODE_QUOTA_CHARGE
+        cls = alternatives[0].get("deviceClassName", "")
+        if not isinstance(cls, str):
+            cls = str(cls)
+        need[cls] = need.get(cls, 0) + n
+        needed += n
+        if len(counts) == 1:  # an exact request or a lone subrequest: charged as needed
+            charge[cls] = charge.get(cls, 0) + n
+            charged += n
+            worst += counts[0]
+        else:
+            largest = {cls: n}
+            for k in range(1, len(counts)):
+                cls = alternatives[k].get("deviceClassName", "")
+                if not isinstance(cls, str):
+                    cls = str(cls)
+                n = counts[k] or ALL_MODE_QUOTA_CHARGE
+                if n > largest.get(cls, 0):
+                    largest[cls] = n
+            for cls, n in largest.items():
+                charge[cls] = charge.get(cls, 0) + n
+                charged += n
+            worst += max(counts)  # `All` counts 0, so it never is the largest
         if not subs:
             continue
-        rpath = dpath.child("requests").index(i)
+        sizes.append(len(subs))
         if 0 in counts:  # an `All` subrequest
-            out.extend(check_all_mode(counts, rpath, version))
-        _give(out, check_counts_differ(request, counts, rpath, profiles))
+            per_request.extend(check_all_mode(counts, FieldPath((*rparts, i)), version))
+        if len(counts) > 1 and counts.count(counts[0]) != len(counts):
+            per_request.append(_counts_differ(
+                request, counts, FieldPath((*rparts, i, "firstAvailable")), profiles))
         if profiles:
-            out.extend(check_profiles(request, rpath, profiles))
-    _give(out, check_devices_over_32(requests, dpath))
-    _give(out, check_combinations(requests, dpath))
-    _give(out, check_class_config_names(requests, dpath, version))
+            per_request.extend(check_profiles(request, FieldPath((*rparts, i)), profiles))
+    if charged > needed:
+        out.append(_quota_charge(charge, need, charged, needed, rpaths, per_pod=per_pod))
+    out += per_request
+    if worst > ALLOCATION_RESULTS_MAX:
+        out.append(_devices_over_32(worst, rpaths))
+    if len(sizes) > 1:
+        _give(out, _combinations(sizes, rpaths))
+    if len(requests) > 1:
+        _give(out, check_class_config_names(requests, rpaths, version))
     return out
 
 
@@ -82,24 +136,27 @@ def _give(out: list[Advice], advice: Advice | None) -> None:
 _DROP_GATES = {"derivedAttributes": "DRADerivedAttributes"}
 
 
-def check_dropped_fields(dropped: Iterable[FieldPath], release: Release) -> Iterator[Advice]:
+def check_dropped_fields(dropped: Iterable[FieldPath], release: Release) -> list[Advice]:
     """The fields `release` silently removes on create (gates.py), each naming its gate.
 
     Lint under a release says what `skew` says for it: the apiserver answers 201 and the
-    stored claim lacks the field, which validation alone cannot show.
+    stored claim lacks the field, which validation alone cannot show. A list, not a
+    generator: almost every claim drops nothing, and that answer should cost nothing.
     """
+    out: list[Advice] = []
     for path in dropped:
         field = str(path.parts[-1])
         since, gate = FEATURE_SINCE.get(field, (None, _DROP_GATES.get(field, "its feature gate")))
         on = f"on by default from 1.{since}" if since is not None else "alpha, off by default"
         state = ("set to false by --feature-gates" if (gate, False) in release.gates
                  else "off by default")
-        yield Advice(
+        out.append(Advice(
             path,
             "release-drops-field",
             f"Kubernetes {release.name} drops `{field}` on create: {gate} is {state} "
             f"there ({on}), so the stored claim lacks it",
-        )
+        ))
+    return out
 
 
 # -- config-names-parent ------------------------------------------------------------------
@@ -120,8 +177,12 @@ class ReferenceRewrite:
 
 def prioritized_parents(devices: dict[str, Any]) -> dict[str, list[str]]:
     """Parent name → subrequest names; later requests of a name win (rule 19's lookup)."""
+    return _parents(gather_requests(devices))
+
+
+def _parents(requests: list[Request]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for _, request, subrequests, _, _ in gather_requests(devices):
+    for _, request, subrequests, _, _ in requests:
         name = request.get("name")
         if not isinstance(name, str):
             continue
@@ -137,7 +198,10 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
     """The `config-names-parent` rewrites for a devices object of any version or layout."""
     if not devices.get("config"):
         return []
-    parents = prioritized_parents(devices)
+    return _rewrites(devices, prioritized_parents(devices))
+
+
+def _rewrites(devices: dict[str, Any], parents: dict[str, list[str]]) -> list[ReferenceRewrite]:
     rewrites = []
     configs = devices.get("config")  # any JSON type: the rule set reports it, not this
     for k, config in enumerate(configs if isinstance(configs, list) else []):
@@ -156,14 +220,15 @@ def config_reference_rewrites(devices: dict[str, Any]) -> list[ReferenceRewrite]
 
 
 def check_config_names_parent(
-    devices: dict[str, Any], dpath: FieldPath, minor: int | None = None
+    devices: dict[str, Any], requests: list[Request], dpath: FieldPath, minor: int | None = None
 ) -> Iterator[Advice]:
-    """`minor`: the release; from 1.37 a config that covers every request is not affected."""
+    """`requests`: `gather_requests(devices)`; `minor`: the release; from 1.37 a config
+    that covers every request is not affected."""
     if not devices.get("config"):
         return
-    parents = prioritized_parents(devices)
-    everyone = _request_names(devices) if minor is not None and minor >= 37 else None
-    for rewrite in config_reference_rewrites(devices):
+    parents = _parents(requests)
+    everyone = _request_names(requests) if minor is not None and minor >= 37 else None
+    for rewrite in _rewrites(devices, parents):
         if everyone and everyone <= set(rewrite.old):
             # From 1.37 the allocator clears `config[].requests` when the config covers
             # every request ("empty means all"), so a driver applies it to every result
@@ -189,9 +254,9 @@ def check_config_names_parent(
             )
 
 
-def _request_names(devices: dict[str, Any]) -> set[str]:
+def _request_names(requests: list[Request]) -> set[str]:
     names = set()
-    for _, request, _, _, _ in gather_requests(devices):
+    for _, request, _, _, _ in requests:
         name = request.get("name")
         if isinstance(name, str):
             names.add(name)
@@ -201,48 +266,15 @@ def _request_names(devices: dict[str, Any]) -> set[str]:
 # -- quota-charge, devices-over-32, combinations -------------------------------------------
 
 
-def quota_charge(requests: list[Request]) -> tuple[dict[str, int], dict[str, int]]:
-    """(charge per class, first-choice need per class) under core ResourceQuota semantics.
-
-    Quota charges a prioritized request, per device class, the largest count among its
-    alternatives of that class (`All` as 32), summed over requests (KEP-4816: no quota
-    circumvention); an allocation needs only the chosen alternative.
-    """
-    charge: dict[str, int] = {}
-    need: dict[str, int] = {}
-    # Plain loops: in Python 3.11 each comprehension is a function call of its own.
-    for _, _, _, alternatives, counts in requests:
-        if not alternatives:
-            continue
-        if len(alternatives) == 1:  # an exact request or a lone subrequest: charged as needed
-            cls = str(alternatives[0].get("deviceClassName", ""))
-            n = counts[0] or ALL_MODE_QUOTA_CHARGE
-            need[cls] = need.get(cls, 0) + n
-            charge[cls] = charge.get(cls, 0) + n
-            continue
-        largest: dict[str, int] = {}
-        for alternative, count in zip(alternatives, counts, strict=True):
-            cls = str(alternative.get("deviceClassName", ""))
-            n = count or ALL_MODE_QUOTA_CHARGE
-            if n > largest.get(cls, 0):  # n ≥ 1: a class is entered at its first alternative
-                largest[cls] = n
-        first = next(iter(largest))  # the first alternative's class
-        need[first] = need.get(first, 0) + (counts[0] or ALL_MODE_QUOTA_CHARGE)
-        for cls, n in largest.items():
-            charge[cls] = charge.get(cls, 0) + n
-    return charge, need
-
-
-def check_quota_charge(
-    requests: list[Request], dpath: FieldPath, *, per_pod: bool
-) -> Advice | None:
-    charge, need = quota_charge(requests)
-    charged, needed = sum(charge.values()), sum(need.values())
-    if charged <= needed:
-        return None
+def _quota_charge(
+    charge: dict[str, int], need: dict[str, int], charged: int, needed: int,
+    rpaths: FieldPath, *, per_pod: bool,
+) -> Advice:
+    """`charge`, `need`: devices per class charged to quota and needed by the first
+    choices, `charged` and `needed` their sums; `rpaths`: `devices.requests`."""
     unit = "per pod " if per_pod else ""
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "quota-charge",
         f"ResourceQuota charges this claim {unit}for every alternative at once: {_per_class(charge)} "
         f"({charged} devices), while its first choices need {_per_class(need)} "
@@ -250,31 +282,27 @@ def check_quota_charge(
     )
 
 
-def check_devices_over_32(requests: list[Request], dpath: FieldPath) -> Advice | None:
-    worst = 0
-    for _, _, _, _, counts in requests:
-        worst += max(counts, default=0)  # `All` counts 0, so it never is the largest
-    if worst <= ALLOCATION_RESULTS_MAX:
-        return None
+def _devices_over_32(worst: int, rpaths: FieldPath) -> Advice:
+    """`worst`: the devices when every request gets its largest alternative."""
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "devices-over-32",
         f"up to {worst} devices when the largest alternatives are chosen, but an allocation holds at most "
         f"{ALLOCATION_RESULTS_MAX} results: the scheduler cannot allocate those combinations",
     )
 
 
-def check_combinations(requests: list[Request], dpath: FieldPath) -> Advice | None:
-    sizes = [len(subs) for _, _, subs, _, _ in requests if subs]
+def _combinations(sizes: list[int], rpaths: FieldPath) -> Advice | None:
+    """`sizes`: the number of alternatives of each prioritized request, two or more."""
     if len(sizes) > REQUESTS_MAX:
         # Over upstream's 32 requests the object is rejected anyway (TooMany), and the
         # product can outgrow what int → str may print (ValueError past 4,300 digits).
         return None
-    total = prod(sizes) if sizes else 0
-    if len(sizes) <= 1 or total <= COMBINATIONS_WARN_AT:
+    total = prod(sizes)
+    if total <= COMBINATIONS_WARN_AT:
         return None
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "combinations",
         f"{total} combinations of alternatives across {len(sizes)} prioritized requests "
         f"({' × '.join(map(str, sizes))}); the allocator may try each on every candidate node",
@@ -311,19 +339,21 @@ def check_all_mode(counts: list[int], rpath: FieldPath, version: Version) -> Ite
             )
 
 
-def check_counts_differ(
-    request: dict[str, Any], counts: list[int], rpath: FieldPath, profiles: frozenset[str]
-) -> Advice | None:
-    """`counts` are the subrequests' device counts, `All` as 0."""
-    if len(set(counts)) <= 1:
-        return None
-    shown = ", ".join(["All" if c == 0 else str(c) for c in counts])
+def _counts_differ(
+    request: dict[str, Any], counts: list[int], at: FieldPath, profiles: frozenset[str]
+) -> Advice:
+    """`counts` are the subrequests' device counts, `All` as 0, not all the same; `at` is
+    the request's `firstAvailable`."""
+    shown = []
+    for c in counts:  # a loop: no comprehension call (Python 3.11)
+        shown.append("All" if c == 0 else str(c))
     refusal = " (NVIDIA Dynamo refuses such claims)" if "dynamo" in profiles else ""
     return Advice(
-        rpath.child("firstAvailable"),
+        at,
         "alternative-counts-differ",
-        f"alternatives of `{request.get('name', '')}` ask for different device counts ({shown}): "
-        f"operators that size workers from the claim see only one of them{refusal}",
+        f"alternatives of `{request.get('name', '')}` ask for different device counts "
+        f"({', '.join(shown)}): operators that size workers from the claim see only one of "
+        f"them{refusal}",
     )
 
 
@@ -347,12 +377,12 @@ def check_profiles(
 
 
 def check_class_config_names(
-    requests: list[Request], dpath: FieldPath, version: Version
+    requests: list[Request], rpaths: FieldPath, version: Version
 ) -> Advice | None:
     """kubernetes#134789 (fixed by #134793 in 1.33.6 and 1.34.2): the allocator leaves
     `requests` empty in FromClass configs of the allocation result. Empty means "all", so
     a single-request claim is unharmed; with several requests a driver applies every
-    class's config to every request, prioritized or not."""
+    class's config to every request, prioritized or not. `rpaths`: `devices.requests`."""
     fixed = _CLASS_CONFIG_FIXED.get(version.release.minor)
     if fixed is None or not version.before(version.release.minor, fixed):
         return None
@@ -360,7 +390,7 @@ def check_class_config_names(
         return None
     first = f"{version.release.name}.{fixed}"
     return Advice(
-        dpath.child("requests"),
+        rpaths,
         "class-config-request-names",
         f"Kubernetes {version.release.name}.x before {first} leaves request names out of "
         "DeviceClass configs in allocation results, so with several requests drivers cannot tell "

@@ -66,7 +66,7 @@ CODES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Advice:
     """One warning: where, a stable code, and what to do about it."""
 
@@ -75,9 +75,23 @@ class Advice:
     message: str
     release_note: bool = False  # about a bug of the selected release (for `draguard skew`)
 
+    def __init__(
+        self, path: FieldPath, code: str, message: str, release_note: bool = False
+    ) -> None:
+        # The generated __init__ of a frozen dataclass looks `object.__setattr__` up anew
+        # for every field; a finding of every distinct claim the webhook judges is built
+        # here, so the lookup is done once, at import (same fields, same frozen record).
+        _set(self, "path", path)
+        _set(self, "code", code)
+        _set(self, "message", message)
+        _set(self, "release_note", release_note)
+
     @property
     def field(self) -> str:
         return str(self.path)
+
+
+_set = object.__setattr__
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +114,11 @@ def ignored_codes(metadata: Any) -> frozenset[str]:
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
     raw = annotations.get(IGNORE_ANNOTATION) if isinstance(annotations, dict) else None
     if not isinstance(raw, str):
-        return frozenset()
+        return _NONE
     return frozenset(code.strip() for code in raw.split(",") if code.strip()) - UNSILENCEABLE
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def unknown_codes(codes: Iterable[str]) -> list[str]:

@@ -46,23 +46,35 @@ def check_skew(
 ) -> Iterator[Advice]:
     """Per request its gated features, then subrequest references, then distinctAttribute,
     each only when a component allowed next to a 1.`target` apiserver lacks it."""
-    if _silent(target):  # every check below is guarded by a lack: nothing to walk for
+    if skew_silent(target):  # every check below is guarded by a lack: nothing to walk for
         return
-    scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
-    kubelet = _oldest("kubelet", target, KUBELET_SKEW)
+    scheduler, kubelet, lacking = _plan(target)
+    first_available = "firstAvailable" in lacking
+    fields = not lacking.isdisjoint(FIELD_CODES)
+    rparts = (*dpath.parts, "requests")
     prioritized: set[str] = set()
     for i, request, subs, _, _ in requests:
-        rpath = dpath.child("requests").index(i)
-        name = _name(request)
         if subs:
+            name = _name(request)
             prioritized.add(name)
-            if scheduler.lacks("firstAvailable"):
-                yield _first_available(name, rpath, scheduler)
-        yield from _field_advice(name, request, subs, rpath, scheduler)
+            if first_available:
+                yield _first_available(name, FieldPath((*rparts, i)), scheduler)
+        if fields:
+            yield from _field_advice(request, subs, FieldPath((*rparts, i)), scheduler, lacking)
     if kubelet.minor < SUBREQUEST_RESULTS_SINCE:
         yield from _reference_advice(devices, prioritized, dpath, kubelet)
-    if scheduler.lacks("distinctAttribute"):
+    if "distinctAttribute" in lacking:
         yield from _distinct_attribute_advice(devices, dpath, scheduler)
+
+
+@cache
+def _plan(target: int) -> tuple[_Oldest, _Oldest, frozenset[str]]:
+    """The oldest scheduler and kubelet next to a 1.`target` apiserver, and the features
+    of the checks that scheduler lacks: one table per release."""
+    scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
+    kubelet = _oldest("kubelet", target, KUBELET_SKEW)
+    features = ("firstAvailable", *FIELD_CODES, "distinctAttribute")
+    return scheduler, kubelet, frozenset(f for f in features if scheduler.lacks(f))
 
 
 class _Oldest:
@@ -86,14 +98,11 @@ class _Oldest:
 
 
 @cache
-def _silent(target: int) -> bool:
+def skew_silent(target: int) -> bool:
     """True when the oldest scheduler and kubelet the skew policy allows next to a
     1.`target` apiserver have every feature the checks ask about (from 1.37 on)."""
-    scheduler = _oldest("kube-scheduler", target, CONTROL_PLANE_SKEW)
-    kubelet = _oldest("kubelet", target, KUBELET_SKEW)
-    return (not any(scheduler.lacks(feature) for feature in (
-                "firstAvailable", *FIELD_CODES, "distinctAttribute"))
-            and kubelet.minor >= SUBREQUEST_RESULTS_SINCE)
+    _, kubelet, lacking = _plan(target)
+    return not lacking and kubelet.minor >= SUBREQUEST_RESULTS_SINCE
 
 
 def _oldest(component: str, target: int, skew: int) -> _Oldest:
@@ -117,30 +126,29 @@ def _first_available(name: str, rpath: FieldPath, scheduler: _Oldest) -> Advice:
 
 
 def _field_advice(
-    name: str, request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath,
-    scheduler: _Oldest,
+    request: dict[str, Any], subs: list[dict[str, Any]], rpath: FieldPath,
+    scheduler: _Oldest, lacking: frozenset[str],
 ) -> Iterator[Advice]:
     exact = request.get("exactly")
     fields = exact if isinstance(exact, dict) else {}
     # §1.1 DRAAdminAccess: default-on from 1.34; an older scheduler allocates the device
     # as if for exclusive use.
-    if fields.get("adminAccess") is True and scheduler.lacks("adminAccess"):
+    if "adminAccess" in lacking and fields.get("adminAccess") is True:
         yield Advice(rpath, FIELD_CODES["adminAccess"],
-                     f"request {name} uses adminAccess: schedulers before "
+                     f"request {_name(request)} uses adminAccess: schedulers before "
                      f"{_since('adminAccess')} do not know it, and {scheduler.why('adminAccess')}")
     # §1.1 DRADeviceTaints: default-on from 1.36; an older scheduler and controller-manager
     # apply no device taints, so tolerations mean nothing there. (What the apiserver of
     # the target itself drops is `release-drops-field`.)
-    tolerations = fields.get("tolerations") or any(s.get("tolerations") for s in subs)
-    if tolerations and scheduler.lacks("tolerations"):
+    if "tolerations" in lacking and (
+            fields.get("tolerations") or any(s.get("tolerations") for s in subs)):
         yield Advice(rpath, FIELD_CODES["tolerations"],
-                     f"request {name} uses tolerations: schedulers before "
+                     f"request {_name(request)} uses tolerations: schedulers before "
                      f"{_since('tolerations')} ignore device taints, and {scheduler.why('tolerations')}")
     # §1.1 DRAConsumableCapacity: default-on from 1.36.
-    capacity = fields.get("capacity") or any(s.get("capacity") for s in subs)
-    if capacity and scheduler.lacks("capacity"):
+    if "capacity" in lacking and (fields.get("capacity") or any(s.get("capacity") for s in subs)):
         yield Advice(rpath, FIELD_CODES["capacity"],
-                     f"request {name} uses capacity: schedulers before {_since('capacity')} "
+                     f"request {_name(request)} uses capacity: schedulers before {_since('capacity')} "
                      f"do not allocate by capacity, and {scheduler.why('capacity')}")
 
 
