@@ -188,8 +188,7 @@ def list_items(data: Buffer, start: int = 0) -> tuple[dict[str, Any], Iterator[A
     which must come back as the one top-level `items`, and an item either decodes whole
     from its piece, followed by a comma or the array's end, or the iterator yields None
     (read the file whole instead). JSON's grammar has one parse, so pieces that decode
-    this way are the items the whole text holds. None when the text is not such a List,
-    or when it would not be decoded by orjson whole (a 19-digit run: `loads_utf8`).
+    this way are the items the whole text holds. None when the text is not such a List.
     """
     at = data.find(b'"items"', start)
     opened = _ITEMS_OPEN.match(data, at) if at >= 0 else None
@@ -201,8 +200,6 @@ def list_items(data: Buffer, start: int = 0) -> tuple[dict[str, Any], Iterator[A
     indent = data[line:first]
     if (first >= close or data[first:first + 1] != b"{" or line <= opened.end()
             or indent.strip(b" \t")):
-        return None
-    if _long_digit_run(memoryview(data)[start:]):
         return None
     members = _other_members(data, start, opened.end() - 1, close + 1)
     if members is None:
@@ -267,9 +264,14 @@ def _items(data: Buffer, at: int, close: int, closer: bytes) -> Iterator[Any | N
 
 def _batch(piece: memoryview) -> list[Any] | None:
     """`item, item, …` decoded, or None when orjson would not decode them in the whole
-    text. Inside `[[…]]` each item is as deep as in the List, whose depth orjson limits."""
+    text, or would decode them otherwise than `json` (a 19-digit run, see `loads_utf8`:
+    a number lies inside an item). Inside `[[…]]` each item is as deep as in the List,
+    whose depth orjson limits."""
+    text = b"".join((b"[[", piece, b"]]"))
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY):
+        return None
     try:
-        batch = orjson.loads(b"".join((b"[[", piece, b"]]")))
+        batch = orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
     items: list[Any] = batch[0]
