@@ -266,13 +266,16 @@ def _batch(piece: memoryview) -> list[Any] | None:
     """`item, item, …` decoded, or None when orjson would not decode them in the whole
     text, or would decode them otherwise than `json` (a 19-digit run, see `loads_utf8`:
     a number lies inside an item). Inside `[[…]]` each item is as deep as in the List,
-    whose depth orjson limits."""
+    whose depth orjson limits. One array inside the outer one: the piece is exactly its
+    body (a comma-separated run of values)."""
     text = b"".join((b"[[", piece, b"]]"))
     if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY):
         return None
     try:
         batch = orjson.loads(text)
     except orjson.JSONDecodeError:
+        return None
+    if len(batch) != 1:  # `…}], [{…`: the piece is not the body of one array
         return None
     items: list[Any] = batch[0]
     return items
