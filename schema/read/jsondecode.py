@@ -174,6 +174,7 @@ Buffer = bytes | mmap.mmap
 _ITEMS_OPEN = re.compile(rb'"items"[ \t\n\r]*+:[ \t\n\r]*+\[')
 _SPACE_BYTES = re.compile(rb"[ \t\n\r]*+")
 _SENTINEL = "draguard: the items, read one by one"
+_MEMBERS_MAX = 1 << 16  # bytes of a List's other members (apiVersion, kind, metadata)
 _BATCH = 1 << 14  # bytes of items decoded together: few cuts, their objects stay in the cache
 
 
@@ -195,6 +196,8 @@ def list_items(data: Buffer, start: int = 0) -> tuple[dict[str, Any], Iterator[A
     close = data.rfind(b"]")
     if opened is None or close < opened.end():
         return None
+    if opened.end() - start + len(data) - close > _MEMBERS_MAX:
+        return None  # not a List's few members: decoding them with `json` would cost more
     first = _space_end(data, opened.end())
     line = data.rfind(b"\n", 0, first) + 1
     indent = data[line:first]

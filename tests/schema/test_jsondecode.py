@@ -342,6 +342,8 @@ def test_a_kubectl_list_is_read_item_by_item() -> None:
     pytest.param(_listed(_ITEM % 12345678901234567890123), id="a-19-digit-run"),
     pytest.param(_listed("        []"), id="an-item-not-an-object"),
     pytest.param(_listed(), id="no-items"),
+    pytest.param(_listed(_ITEM % 1, after='\n    ],\n    "x": "%s"\n}' % ("y" * 70_000)),
+                 id="large-other-members"),
     pytest.param(_listed(_ITEM % 1 + "], [" + (_ITEM % 2).lstrip()), id="an-array-closed-and-opened"),
 ])
 def test_lists_read_otherwise_are_declined_whole(data: bytes) -> None:
