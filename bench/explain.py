@@ -11,9 +11,10 @@ Prints, per size, the median of `--rounds` (1 above 5,000 nodes) of:
 - the whole command as a user runs it: `draguard explain FILE` in a new process on the
   objects written as one List (`kubectl get -o json` or `-o yaml`, `--format`), start-up,
   imports, parsing, the model, the explanation, the text output and the exit included;
-  CPU is the child's user + system time, wall its elapsed time; the child's bytecode is
-  cached (in a temporary folder, written by one unmeasured run), as an installed
-  draguard's is;
+  CPU is the child's user + system time (the system part, its peak resident MiB and
+  minor page faults shown too: what memory costs), wall its elapsed time; the child's
+  bytecode is cached (in a temporary folder, written by one unmeasured run), as an
+  installed draguard's is;
 - in this process, for where the time goes: building the cluster model from the
   objects already parsed ("read") and explaining the Pod ("explain": allocator on every
   node, reasons, scoring).
@@ -28,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -95,6 +95,9 @@ class Row:
 
     command: float
     command_cpu: float
+    command_system: float
+    peak_mib: float
+    faults: int
     read: float
     read_cpu: float
     explain: float
@@ -129,33 +132,44 @@ def warm_up(version: str) -> None:
         run_command(write_input(cluster(20, 8), folder, "json"), version)
 
 
-def run_command(path: str, version: str) -> tuple[float, float]:
-    """`draguard explain PATH` in a new process: (wall, CPU) seconds."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "draguard.webhook.cli.main", "explain",
-                           "--kubernetes-version", version, path], env=CHILD_ENV,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"draguard explain exited {done.returncode}: {done.stderr.decode()}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+@dataclass(frozen=True)
+class Run:
+    """One run of the command: wall and CPU seconds, system CPU, peak MiB, minor faults."""
+
+    wall: float
+    cpu: float
+    system: float
+    peak_mib: float
+    faults: int
+
+
+def run_command(path: str, version: str) -> Run:
+    """`draguard explain PATH` in a new process, measured by its own rusage (`wait4`):
+    the system time and page faults show what memory costs (issue 19's spread)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "draguard.webhook.cli.main", "explain",
+                                  "--kubernetes-version", version, path], env=CHILD_ENV,
+                                 stdout=subprocess.DEVNULL, stderr=err)
+        _, status, used = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"draguard explain exited {child.returncode}: {err.read().decode()}")
+    return Run(wall, used.ru_utime + used.ru_stime, used.ru_stime, used.ru_maxrss / 1024,
+               used.ru_minflt)
 
 
 def measure(nodes: int, devices: int, rounds: int, form: str) -> Row:
     version = "1.36"
     chosen = release(version)
     objects = cluster(nodes, devices)
-    commands, command_cpu = [], []
+    runs: list[Run] = []
     reads, read_cpu, explains, cpu, summary = [], [], [], [], ""
     with tempfile.TemporaryDirectory(prefix="draguard-bench-explain-") as folder:
         path = write_input(objects, folder, form)
-        for _ in range(rounds):
-            wall, used = run_command(path, version)
-            commands.append(wall)
-            command_cpu.append(used)
+        runs = [run_command(path, version) for _ in range(rounds)]
     for _ in range(rounds):
         start, start_cpu = time.perf_counter(), time.process_time()
         inventory = Inventory()
@@ -171,7 +185,9 @@ def measure(nodes: int, devices: int, rounds: int, form: str) -> Row:
         feasible = sum(n.feasible for n in pod.nodes)
         summary = f"{feasible}/{len(pod.nodes)} feasible, error {pod.error}"
     m = statistics.median
-    return Row(m(commands), m(command_cpu), m(reads), m(read_cpu), m(explains), m(cpu), summary)
+    return Row(m(r.wall for r in runs), m(r.cpu for r in runs), m(r.system for r in runs),
+               m(r.peak_mib for r in runs), int(m(r.faults for r in runs)),
+               m(reads), m(read_cpu), m(explains), m(cpu), summary)
 
 
 def main() -> int:
@@ -185,9 +201,10 @@ def main() -> int:
                         help="exit 1 when the whole command's CPU time misses issue 19's target")
     args = parser.parse_args()
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("| nodes | devices/node | command (s) | command CPU (s) | read (s) | read CPU (s) "
-          "| explain (s) | explain CPU (s) | target | met | outcome |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+    print("| nodes | devices/node | command (s) | command CPU (s) | of it system (s) | peak MiB "
+          "| page faults | read (s) | read CPU (s) | explain (s) | explain CPU (s) | target | met "
+          "| outcome |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
     missed = []
     warm_up("1.36")
     for devices in (int(d) for d in args.devices.split(",")):
@@ -199,6 +216,7 @@ def main() -> int:
             if target is not None and row.command_cpu >= target:
                 missed.append(f"{nodes:,} nodes: {row.command_cpu:.2f} s CPU, target < {target:g} s")
             print(f"| {nodes:,} | {devices} | {row.command:.2f} | {row.command_cpu:.2f} "
+                  f"| {row.command_system:.2f} | {row.peak_mib:.0f} | {row.faults:,} "
                   f"| {row.read:.2f} | {row.read_cpu:.2f} | {row.explain:.2f} | {row.explain_cpu:.2f} "
                   f"| {'' if target is None else f'< {target:g} s'} | {met} | {row.summary} |",
                   flush=True)

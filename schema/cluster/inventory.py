@@ -14,7 +14,7 @@ import gc
 import mmap
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -141,16 +141,13 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     Paths as lint takes them: files, folders (their manifests, recursively) or `-`.
     `keep` receives each decoded document instead of letting it be freed once read: for
     a command that exits without freeing (freeing a 50,000-node List object by object
-    takes about half a second, bench/RESULTS.md issue 19).
+    takes about half a second, bench/RESULTS.md issue 19). A List read item by item
+    (`_read_items`) is not kept: each batch is freed as read, its memory serving the next.
     """
     inventory = Inventory()
     with collection_paused():
         for path in _expanded(paths):
-            whole = _whole_json(path)
-            if whole is not None:
-                _add_value(inventory, *whole, release=release, namespace=namespace)
-                if keep is not None:
-                    keep.append(whole)
+            if _read_json(inventory, path, release=release, namespace=namespace, keep=keep):
                 continue
             from draguard.schema.read import sources  # see `_expanded`
 
@@ -183,34 +180,78 @@ def _expanded(paths: Iterable[str]) -> Iterator[str]:
 _JSON_SPACE = re.compile(rb"[ \t\n\r]*+")
 
 
-def _whole_json(path: str) -> tuple[Any, _Start] | None:
-    """A `.json` file that is one value (what `kubectl get -o json` writes), decoded once.
+def _read_json(inventory: Inventory, path: str, *, release: Release, namespace: str,
+               keep: list[object] | None) -> bool:
+    """A `.json` file that is one value (what `kubectl get -o json` writes), decoded once;
+    False when the general path must read it.
 
     The general path makes the file's text (decoded, line breaks normalised), finds
     where each value ends by decoding it (`split_documents`), then decodes it again
     (`parse`) with a hook per object that notices repeated keys, which explain does not
     report (the last one counts, as kubectl sends it). Here the bytes are decoded once
     (`jsondecode.loads_utf8`: orjson, or `json` where the two differ), without the
-    text. None for a file that cannot be read, is not UTF-8, holds several values or
-    does not decode: the general path reads it again and reports or places the problem.
+    text; a List item by item where it can be (`_read_items`). False for a file that
+    cannot be read, is not UTF-8, holds several values or does not decode: the general
+    path reads it again and reports or places the problem.
     """
     if not path.endswith(".json"):
-        return None
+        return False
     try:
         with open(path, "rb") as handle:
-            data = memoryview(_file_bytes(handle))
+            data = _file_bytes(handle)
     except OSError:
-        return None
-    if bytes(data[:len(codecs.BOM_UTF8)]) == codecs.BOM_UTF8:
-        data = data[len(codecs.BOM_UTF8):]
-    try:
-        value = jsondecode.loads_utf8(data)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return None
-    space = _JSON_SPACE.match(data)
-    before = bytes(data[: space.end() if space is not None else 0]).decode("ascii")
+        return False
+    skip = len(codecs.BOM_UTF8) if data[:len(codecs.BOM_UTF8)] == codecs.BOM_UTF8 else 0
+    space = _JSON_SPACE.match(data, skip)
+    before = bytes(data[skip: space.end() if space is not None else skip]).decode("ascii")
     before = before.replace("\r\n", "\n").replace("\r", "\n")  # as read_source counts lines
-    return value, _Start(path, before.count("\n") + 1, len(before) - before.rfind("\n"))
+    start = _Start(path, before.count("\n") + 1, len(before) - before.rfind("\n"))
+    if _read_items(inventory, data, skip, start, release=release, namespace=namespace):
+        return True
+    try:
+        value = jsondecode.loads_utf8(memoryview(data)[skip:])
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return False
+    _add_value(inventory, value, start, release=release, namespace=namespace)
+    if keep is not None:
+        keep.append(value)
+    return True
+
+
+def _read_items(inventory: Inventory, data: mmap.mmap | bytes, skip: int, start: _Start, *,
+                release: Release, namespace: str) -> bool:
+    """A List decoded and read one item at a time (`jsondecode.list_items`), each item
+    freed once read; False, with the inventory as it was, where an item does not decode
+    alone (the whole text is then decoded as before, and fails or not as it does)."""
+    listed = jsondecode.list_items(data, skip)
+    if listed is None:
+        return False
+    members, items = listed
+    kind = members.get("kind", "")
+    if not isinstance(kind, str) or not kind.endswith("List"):
+        return False  # one object, or a kind `_add_value` judges
+    undo = _undo_point(inventory)
+    for item in items:
+        if item is None:
+            undo()
+            return False
+        _add_object(inventory, item, start, release, namespace)
+    return True
+
+
+def _undo_point(inventory: Inventory) -> Callable[[], None]:
+    """What puts the inventory back as it is now (reading only appends and sets)."""
+    lengths = [(kept, len(kept)) for kept in (inventory.slices, inventory.nodes, inventory.pods,
+                                              inventory.quotas, inventory.findings)]
+    named = (dict(inventory.classes), dict(inventory.claims), dict(inventory.templates))
+
+    def undo() -> None:
+        for kept, length in lengths:
+            del kept[length:]
+        inventory.classes, inventory.claims, inventory.templates = named
+        # `known_devices` keeps its new devices: each is read from its own text alone.
+
+    return undo
 
 
 def _file_bytes(handle: BinaryIO) -> mmap.mmap | bytes:

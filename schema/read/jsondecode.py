@@ -16,8 +16,9 @@ broken JSON), which `json` then reads or explains in its own words.
 from __future__ import annotations
 
 import json
+import mmap
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from draguard.schema.model.paths import Segment
@@ -163,6 +164,126 @@ def _long_digit_run(data: bytes | memoryview) -> bool:
         if _LONG_DIGIT_RUN in bytes(data[start:start + _WINDOW + overlap]).translate(_DIGITS_ONLY):
             return True
     return False
+
+
+# --- a List read item by item ---------------------------------------------------------------
+# A 50,000-node `kubectl get -o json` List decoded whole is a tree of 450,000 items, 1.6 GB of
+# fresh pages (their faults are a fifth of the command's time, bench/RESULTS.md issue 19)
+# for objects that explain reads once each. Decoded one item at a time, each item's memory
+# is given back before the next is decoded and the same pages serve them all.
+
+Buffer = bytes | mmap.mmap
+_ITEMS_OPEN = re.compile(rb'"items"[ \t\n\r]*+:[ \t\n\r]*+\[')
+_SPACE_BYTES = re.compile(rb"[ \t\n\r]*+")
+_SENTINEL = "draguard: the items, read one by one"
+_MEMBERS_MAX = 1 << 16  # bytes of a List's other members (apiVersion, kind, metadata)
+_BATCH = 1 << 14  # bytes of items decoded together: few cuts, their objects stay in the cache
+
+
+def list_items(data: Buffer, start: int = 0) -> tuple[dict[str, Any], Iterator[Any | None]] | None:
+    """The List at `data[start:]` as `loads_utf8` would decode it, its items one at a time.
+
+    For the layout every JSON encoder that indents writes (`kubectl get -o json`,
+    `json.dump(indent=…)`): an `items` array whose first item opens on a line of its
+    own and whose items each close on a line with the same indentation. The items are
+    cut at those lines and each piece is decoded alone; nothing relies on the layout
+    being right: the other members are decoded with a marker in the array's place,
+    which must come back as the one top-level `items`, and an item either decodes whole
+    from its piece, followed by a comma or the array's end, or the iterator yields None
+    (read the file whole instead). JSON's grammar has one parse, so pieces that decode
+    this way are the items the whole text holds. None when the text is not such a List.
+    """
+    at = data.find(b'"items"', start)
+    opened = _ITEMS_OPEN.match(data, at) if at >= 0 else None
+    close = data.rfind(b"]")
+    if opened is None or close < opened.end():
+        return None
+    if opened.end() - start + len(data) - close > _MEMBERS_MAX:
+        return None  # not a List's few members: decoding them with `json` would cost more
+    first = _space_end(data, opened.end())
+    line = data.rfind(b"\n", 0, first) + 1
+    indent = data[line:first]
+    if (first >= close or data[first:first + 1] != b"{" or line <= opened.end()
+            or indent.strip(b" \t")):
+        return None
+    members = _other_members(data, start, opened.end() - 1, close + 1)
+    if members is None:
+        return None
+    return members, _items(data, first, close, b"\n" + indent + b"}")
+
+
+def _space_end(data: Buffer, at: int) -> int:
+    space = _SPACE_BYTES.match(data, at)
+    return space.end() if space is not None else at
+
+
+def _other_members(data: Buffer, start: int, opened: int, after: int) -> dict[str, Any] | None:
+    """The List's object with a marker for the items array, checked to be its one `items`."""
+    try:
+        before, rest = str(data[start:opened], "utf-8"), str(data[after:], "utf-8")
+    except UnicodeDecodeError:
+        return None
+    if any("\\" in t or _SENTINEL in t for t in (before, rest)):
+        return None  # no escape: the marker cannot be written another way
+    objects: list[list[tuple[str, Any]]] = []
+
+    def members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        objects.append(pairs)
+        return dict(pairs)
+
+    try:
+        value = json.loads(before + json.dumps(_SENTINEL) + rest, object_pairs_hook=members)
+    except (ValueError, RecursionError):
+        return None
+    if type(value) is not dict or [v for k, v in objects[-1] if k == "items"] != [_SENTINEL]:
+        return None
+    del value["items"]
+    return value
+
+
+def _items(data: Buffer, at: int, close: int, closer: bytes) -> Iterator[Any | None]:
+    """The items from `at` to the array's end at `close`, decoded a batch of them at a
+    time (cut at an item's end); None where a batch does not decode alone."""
+    view = memoryview(data)
+    while True:
+        end = data.find(closer, min(at + _BATCH, close), close)
+        if end < 0:  # the last batch
+            end = data.rfind(closer, at, close)
+            if end < 0:
+                yield None
+                return
+        end += len(closer)
+        batch = _batch(view[at:end])
+        if batch is None:
+            yield None
+            return
+        yield from batch
+        after = _space_end(data, end)
+        if after == close:
+            return
+        if data[after:after + 1] != b",":
+            yield None
+            return
+        at = after + 1
+
+
+def _batch(piece: memoryview) -> list[Any] | None:
+    """`item, item, …` decoded, or None when orjson would not decode them in the whole
+    text, or would decode them otherwise than `json` (a 19-digit run, see `loads_utf8`:
+    a number lies inside an item). Inside `[[…]]` each item is as deep as in the List,
+    whose depth orjson limits. One array inside the outer one: the piece is exactly its
+    body (a comma-separated run of values)."""
+    text = b"".join((b"[[", piece, b"]]"))
+    if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY):
+        return None
+    try:
+        batch = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if len(batch) != 1:  # `…}], [{…`: the piece is not the body of one array
+        return None
+    items: list[Any] = batch[0]
+    return items
 
 
 def _replace(value: Any) -> Any:

@@ -33,6 +33,12 @@ def _run_json(*argv: str) -> tuple[int, dict[str, Any], str]:
     return code, json.loads(out.getvalue()), err.getvalue()
 
 
+def _padded(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object with an annotation longer than the batches a List is decoded by."""
+    meta = obj.get("metadata") or {}
+    return {**obj, "metadata": {**meta, "annotations": {"pad": "x" * 20_000}}}
+
+
 @pytest.mark.parametrize("layout", [
     pytest.param(lambda objs: json.dumps({"apiVersion": "v1", "kind": "List", "items": objs},
                                          indent=4), id="one-list"),
@@ -41,6 +47,12 @@ def _run_json(*argv: str) -> tuple[int, dict[str, Any], str]:
         {"apiVersion": "v1", "kind": "List", "items": objs[1:]}), id="bom-and-two-values"),
     pytest.param(lambda objs: "\ufeff\n" + json.dumps({"apiVersion": "v1", "kind": "List",
                                                         "items": objs}), id="bom-and-one-list"),
+    pytest.param(lambda objs: "\ufeff\n" + json.dumps({"apiVersion": "v1", "kind": "List",
+                                                        "items": objs}, indent=2),
+                 id="bom-and-one-list-item-by-item"),
+    pytest.param(lambda objs: json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        *map(_padded, objs), {"kind": "ConfigMap", "data": {"a": "\ud800"}}]}, indent=4),
+                 id="one-list-an-item-read-whole"),  # a lone surrogate: items undone, read whole
 ])
 def test_json_files_explain_as_the_yaml_does(tmp_path: Path, layout: Any) -> None:
     """A JSON file read in one decode (one value) or value by value gives the same answer."""

@@ -268,3 +268,104 @@ def test_a_colon_in_a_string_value_is_not_a_key() -> None:
     assert jsondecode.loads_checked('{"a": "x\\":", "a": 1}')[1] != []
     assert jsondecode.loads_checked('{"a": ":", "b": {"a": 1, "\\u0061": 2}}')[1] != []
     assert jsondecode.loads_checked('{"a": ":", "b": {"a": 1, "a": 2}}')[1] != []
+
+
+# --- a List read item by item ---------------------------------------------------------------
+
+
+def _items_or_none(data: bytes) -> tuple[dict[str, object], list[object]] | None:
+    """`list_items` run to the end: the other members and every item, None where it declines."""
+    listed = jsondecode.list_items(data)
+    if listed is None:
+        return None
+    members, items = listed
+    read = list(items)
+    return None if any(item is None for item in read) else (members, read)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    | st.text(alphabet=st.sampled_from('ab"\\}]{[\n\u00e9\ud800,')),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["a", "items", "kind", "}"]), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(deadline=None)
+@given(items=st.lists(st.dictionaries(st.sampled_from(["kind", "spec", "x"]), _JSON_VALUES,
+                                      max_size=3), max_size=6),
+       indent=st.sampled_from([None, 1, 4, "\t", 8]), sort_keys=st.booleans(),
+       kind=st.sampled_from(["List", "PodList", 7]))
+def test_a_list_read_item_by_item_is_the_list_decoded_whole(
+        items: list[dict[str, object]], indent: int | str | None, sort_keys: bool,
+        kind: object) -> None:
+    """Wherever `list_items` reads a List, it reads what `loads_utf8` reads from it whole."""
+    data = json.dumps({"apiVersion": "v1", "kind": kind, "items": items, "metadata": {}},
+                      indent=indent, sort_keys=sort_keys).encode("utf-8", "surrogatepass")
+    try:
+        whole = jsondecode.loads_utf8(data)
+    except ValueError:  # not UTF-8 (a lone surrogate written raw): nothing to compare
+        return
+    read = _items_or_none(data)
+    if read is not None:
+        members, decoded = read
+        assert _same(members, {k: v for k, v in whole.items() if k != "items"})
+        assert _same(decoded, whole["items"])
+
+
+def _listed(*items: str, before: str = '{\n    "apiVersion": "v1",\n    "items": [\n',
+            after: str = '\n    ],\n    "kind": "List"\n}\n') -> bytes:
+    return (before + ",\n".join(items) + after).encode()
+
+
+_ITEM = '        {\n            "kind": "Node",\n            "n": %s\n        }'
+
+
+def test_a_kubectl_list_is_read_item_by_item() -> None:
+    data = _listed(*(_ITEM % i for i in range(3000)))  # more than one batch
+    assert len(data) > 4 * jsondecode._BATCH
+    assert _items_or_none(data) == ({"apiVersion": "v1", "kind": "List"},
+                                    [{"kind": "Node", "n": i} for i in range(3000)])
+
+
+@pytest.mark.parametrize("data", [
+    pytest.param(_listed(_ITEM % 1).replace(b"\n", b""), id="one-line"),
+    pytest.param(_listed(_ITEM % 1, before='{"items": [\n', after="\n], \"items\": []}"),
+                 id="items-twice"),
+    pytest.param(_listed(_ITEM % 1, before='{"a": {"items": [\n', after="\n]}, \"items\": []}"),
+                 id="items-of-a-member"),
+    pytest.param(_listed(_ITEM % 1, after="\n    ],\n    \"kind\": \"L\\u0069st\"\n}"),
+                 id="an-escape-outside-the-items"),
+    pytest.param(_listed(_ITEM % 1, after="\n    ],\n    \"kind\": \"List\", \"x\": [1]\n}"),
+                 id="a-bracket-after-the-items"),
+    pytest.param(_listed(_ITEM % 12345678901234567890123), id="a-19-digit-run"),
+    pytest.param(_listed("        []"), id="an-item-not-an-object"),
+    pytest.param(_listed(), id="no-items"),
+    pytest.param(_listed(_ITEM % 1, after='\n    ],\n    "x": "%s"\n}' % ("y" * 70_000)),
+                 id="large-other-members"),
+    pytest.param(_listed(_ITEM % 1 + "], [" + (_ITEM % 2).lstrip()), id="an-array-closed-and-opened"),
+])
+def test_lists_read_otherwise_are_declined_whole(data: bytes) -> None:
+    """Declined at once, or by an item that does not end where the List's layout says."""
+    assert _items_or_none(data) is None
+
+
+@pytest.mark.parametrize("item", [
+    pytest.param('        {"s": "\\ud800"\n        }', id="a-lone-surrogate"),
+    pytest.param('        {"n": NaN\n        }', id="nan"),
+    pytest.param('        {"a": 1\n        }\n        }', id="a-stray-closer"),
+    pytest.param('        {"a": 1\n        } 2', id="no-comma"),
+    pytest.param('        {"d": ' + "[" * 1022 + "]" * 1022 + "\n        }", id="too-deep-in-the-list"),
+])
+def test_an_item_that_does_not_decode_alone_stops_the_reading(item: str) -> None:
+    """Each such List decodes whole with `json` (or not at all): the caller reads it so."""
+    listed = jsondecode.list_items(_listed(_ITEM % 1, item, _ITEM % 2))
+    assert listed is not None
+    assert list(listed[1])[-1] is None
+
+
+def test_an_item_as_deep_as_orjson_reads_in_the_list_is_read() -> None:
+    item = '        {"d": ' + "[" * 1021 + "]" * 1021 + "\n        }"  # 1,024 deep in the List
+    read = _items_or_none(_listed(item))
+    assert read is not None and _same(read[1], jsondecode.loads_utf8(_listed(item))["items"])
