@@ -273,6 +273,8 @@ def _batch(piece: memoryview) -> list[Any] | None:
     a number lies inside an item). Inside `[[…]]` each item is as deep as in the List,
     whose depth orjson limits. One array inside the outer one: the piece is exactly its
     body (a comma-separated run of values)."""
+    import orjson  # here: see `_strings_in_value`
+
     text = b"".join((b"[[", piece, b"]]"))
     if _LONG_DIGIT_RUN in text.translate(_DIGITS_ONLY):
         return None
