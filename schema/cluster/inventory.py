@@ -301,7 +301,7 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
         inventory.findings.append(Finding(chunk.file, parsed.line, parsed.column, parsed.detail))
         return
     value = parsed.value
-    items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
+    items = _list_items(value)
     if isinstance(items, list):
         for i, item in enumerate(items):
             _add_object(inventory, item, _Place(chunk, parsed, ("items", i)), release, namespace)
@@ -309,10 +309,19 @@ def add_chunk(inventory: Inventory, chunk: Chunk, *, release: Release, namespace
         _add_object(inventory, value, _Place(chunk, parsed, ()), release, namespace)
 
 
+def _list_items(value: Any) -> Any:
+    """The `items` of a `kind: …List` document, else None (a non-string kind is no List:
+    the object is then read, and reported, as itself)."""
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("kind")
+    return value.get("items") if isinstance(kind, str) and kind.endswith("List") else None
+
+
 def _add_value(inventory: Inventory, value: Any, start: _Start, *, release: Release,
                namespace: str) -> None:
     """A JSON document decoded without positions: every object is placed at its start."""
-    items = value.get("items") if isinstance(value, dict) and value.get("kind", "").endswith("List") else None
+    items = _list_items(value)
     for item in items if isinstance(items, list) else [value]:
         _add_object(inventory, item, start, release, namespace)
 

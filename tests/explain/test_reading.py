@@ -208,3 +208,15 @@ def test_objects_of_a_yaml_list_are_placed_at_their_lines(tmp_path: Path) -> Non
     placed = [*(s.origin.line for s in inventory.slices), *(n.origin.line for n in inventory.nodes)]
     assert sorted(placed) == [line for line, obj in zip(starts, objects, strict=True)
                               if obj["kind"] in ("ResourceSlice", "Node")]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("kind.json", '{"kind": 5, "items": []}'),
+    ("kind.yaml", "kind: 5\nitems: []\n"),
+    ("list.json", '{"kind": ["List"], "items": [{"kind": "Node"}]}'),
+])
+def test_a_kind_that_is_not_a_string_is_no_list(tmp_path: Path, name: str, text: str) -> None:
+    """A document whose `kind` is not text is read as one object (no List), not a crash."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert _run_json(str(CLUSTER), str(path)) == _run_json(str(CLUSTER))
