@@ -416,7 +416,10 @@ def _cut(chunk: Chunk) -> list[_Item] | None:
         return None
     inherited = None if kind == "List" else {"apiVersion": value.get("apiVersion"),
                                              "kind": kind[: -len("List")]}
-    return [_Item(replace(chunk, text=item.text, line=chunk.line + item.line), j, inherited)
+    # The chunk's constructor, not `dataclasses.replace` (which looks up the fields each
+    # time): a List may have tens of thousands of items, and this runs before the pool.
+    file, index, line, column, form = chunk.file, chunk.index, chunk.line, chunk.column, chunk.format
+    return [_Item(Chunk(file, index, item.text, line + item.line, column, form), j, inherited)
             for j, item in enumerate(cut.items)]
 
 

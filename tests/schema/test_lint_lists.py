@@ -147,3 +147,18 @@ def test_any_list_cut_gives_the_results_of_the_whole_list(
                             for line in piece.split("\n")[:-1]) for piece in pieces)
     text = f"apiVersion: v1\nkind: {kind}\nitems:\n{items}{tail}"
     assert _run(text, cut=True) == _run(text, cut=False)
+
+
+@pytest.mark.parametrize(("extra", "cut"), [
+    pytest.param("  note: !!str x\n", False, id="tag"),
+    pytest.param("  note: &a x\n", False, id="anchor"),
+    pytest.param("  note: *a\n", False, id="alias"),
+    pytest.param("  note:\tx\n", False, id="tab"),
+    pytest.param("  note: a*b&c!d%e\n", True, id="marks-inside-a-scalar"),
+    pytest.param("  note: 100%\n", True, id="mark-at-a-scalar-end"),
+])
+def test_cut_refuses_what_an_item_cannot_read_alone(extra: str, cut: bool) -> None:
+    """Anchors, aliases, tags and tabs send the List to a whole parse; the same characters
+    inside a plain scalar do not."""
+    text = KUBECTL.replace("  kind: ResourceClaim\n", "  kind: ResourceClaim\n" + extra, 1)
+    assert (cut_list(text) is not None) is cut
