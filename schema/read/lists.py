@@ -39,14 +39,25 @@ _FIRST_DASH = re.compile(r"(?:[ ]*+(?:#[^\n]*+)?+\n)*+( ?+ ?+)-(?=[ \n])")
 
 
 class Item(NamedTuple):
-    """One item: its first line in the document (0-based) and its text, dash blanked."""
+    """One item: its first line in the document (0-based), where its lines start and
+    end in the document, and its dash's column. Its text is made by whoever reads it
+    (`text`): cutting a List of tens of thousands of items is the part of lint's work
+    that one process does before the others can start."""
 
     line: int
-    text: str
+    start: int
+    end: int
+    column: int
+
+    def text(self, document: str) -> str:
+        """The item's lines of `document`, its dash a blank."""
+        dash = self.start + self.column
+        return document[self.start : dash] + " " + document[dash + 1 : self.end]
 
 
 class ListCut(NamedTuple):
-    """A List document cut: its head (`items: []` in place of the items) and its items."""
+    """A List document cut: its head (`items: []` in place of the items) and its items
+    (their places in the document)."""
 
     head: str
     items: list[Item]
@@ -113,8 +124,7 @@ def cut_list(text: str) -> ListCut | None:
     line_number = text.count("\n", 0, starts[0])
     bounds = [*starts, end]
     for begin, stop in itertools.pairwise(bounds):
-        dash = begin + column
-        items.append(Item(line_number, text[begin:dash] + " " + text[dash + 1 : stop]))
+        items.append(Item(line_number, begin, stop, column))
         line_number += text.count("\n", begin, stop)
     head = text[: found.start()] + "items: []\n" + text[end:]
     return ListCut(head, items)

@@ -109,7 +109,7 @@ def test_cut_keeps_lines_and_columns() -> None:
     cut = cut_list(KUBECTL)
     assert cut is not None
     assert [item.line for item in cut.items] == [2, 17, 32]
-    assert cut.items[0].text.startswith("  apiVersion: resource.k8s.io/v1\n  kind:")
+    assert cut.items[0].text(KUBECTL).startswith("  apiVersion: resource.k8s.io/v1\n  kind:")
     assert cut.head == "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"
 
 
@@ -162,3 +162,17 @@ def test_cut_refuses_what_an_item_cannot_read_alone(extra: str, cut: bool) -> No
     inside a plain scalar do not."""
     text = KUBECTL.replace("  kind: ResourceClaim\n", "  kind: ResourceClaim\n" + extra, 1)
     assert (cut_list(text) is not None) is cut
+
+
+def test_detached_item_reads_as_the_item_in_its_list() -> None:
+    """An item sent to a worker that did not fork holds its own text only, and is the
+    same chunk (text, line, column) as when sliced from its List."""
+    text = "kind: Service\n---\n" + KUBECTL
+    chunk = split_documents(Source("f.yaml", text, "yaml"))[1]
+    items = lint._cut(chunk)
+    assert items is not None
+    for unit in items:
+        alone = unit.detached()
+        assert len(alone.document.text) < len(chunk.text)
+        assert alone.chunk() == unit.chunk()
+        assert alone.chunk().line == chunk.line + unit.place.line
