@@ -32,7 +32,7 @@ from draguard.schema.read import templates
 from draguard.schema.read.blockyaml import Head, Lines
 from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.jsondecode import Nodes
-from draguard.schema.read.lists import cut_list
+from draguard.schema.read.lists import Item, cut_list
 from draguard.schema.read.sources import (
     Chunk,
     Parsed,
@@ -373,12 +373,28 @@ def run(
 
 
 class _Item(NamedTuple):
-    """One item of a List cut by `lists.cut_list`: its text placed in the file as a
-    chunk (numbered as its List), its index, and the apiVersion and kind it inherits."""
+    """One item of a List cut by `lists.cut_list`: the List's chunk, the item's place in
+    it, its index, and the apiVersion and kind it inherits. Its text is sliced from the
+    List where it is checked (`chunk`), so that cutting a List in the main process only
+    finds where its items are, and the pool's workers (forked) slice their own."""
 
-    chunk: Chunk
+    document: Chunk
+    place: Item
     item: int
     inherited: dict[str, Any] | None
+
+    def chunk(self) -> Chunk:
+        """The item as a chunk placed in the file (numbered as its List)."""
+        document, place = self.document, self.place
+        return Chunk(document.file, document.index, place.text(document.text),
+                     document.line + place.line, document.column, document.format)
+
+    def detached(self) -> _Item:
+        """The same item holding only its own text (to send it to a process that did
+        not fork: the List's text is not copied once per item)."""
+        text = self.place.text(self.document.text)
+        return self._replace(document=replace(self.document, text=text),
+                             place=Item(self.place.line, 0, len(text), self.place.column))
 
 
 _Unit = Chunk | _Item
@@ -416,8 +432,7 @@ def _cut(chunk: Chunk) -> list[_Item] | None:
         return None
     inherited = None if kind == "List" else {"apiVersion": value.get("apiVersion"),
                                              "kind": kind[: -len("List")]}
-    return [_Item(replace(chunk, text=item.text, line=chunk.line + item.line), j, inherited)
-            for j, item in enumerate(cut.items)]
+    return [_Item(chunk, place, j, inherited) for j, place in enumerate(cut.items)]
 
 
 def _check_unit(
@@ -428,17 +443,18 @@ def _check_unit(
     checked whole, where those are reported as for any document)."""
     if isinstance(unit, Chunk):
         return check_chunk(unit, options=options, validate=validate)
-    if templates.find(unit.chunk.text) is not None:
+    chunk = unit.chunk()
+    if templates.find(chunk.text) is not None:
         return None
     paused = gc.isenabled()
     gc.disable()  # as `check_chunk` does
     try:
-        parsed = parse(unit.chunk)
+        parsed = parse(chunk)
         if (isinstance(parsed, SyntaxProblem) or not isinstance(parsed.value, dict)
                 or parsed.duplicates):
             return None
         value = parsed.value if unit.inherited is None else {**unit.inherited, **parsed.value}
-        located = _Located(unit.chunk, parsed)
+        located = _Located(chunk, parsed)
         return [_check_object(located, value, _TOP, unit.item, options, validate)]
     finally:
         if paused:
@@ -508,13 +524,18 @@ def _check_in_pool(
         with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
                                  initargs=(options, validate)) as pool:
             futures = [pool.submit(_check_range, k, end) if forking
-                       else pool.submit(_check_batch, units[k:end]) for k, end in ranges]
+                       else pool.submit(_check_batch, [_detached(u) for u in units[k:end]])
+                       for k, end in ranges]
             for future in futures:
                 for found in future.result():
                     yield None if found is None else [_from_wire(w) for w in found]
     finally:
         _inherited = None
         gc.unfreeze()
+
+
+def _detached(unit: _Unit) -> _Unit:
+    return unit.detached() if isinstance(unit, _Item) else unit
 
 
 # --- workloads against the claims of the same input (issue 7 `pod-names-subrequest`) ---

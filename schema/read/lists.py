@@ -31,21 +31,33 @@ from typing import NamedTuple
 _ITEMS = re.compile(r"^items:[ ]*+(?:#[^\n]*+)?+\n", re.MULTILINE)
 # `&a`, `*a`, `!tag`, `%DIRECTIVE` where a node or a line may start, and tabs or CRs
 # anywhere: rare in kubectl's output, and any of them sends the document to a whole
-# parse. Candidates are found by a character class alone (the engine skips fast between
-# them; a pattern with alternatives was tried at every position of a 60 MB List).
-_SPECIAL = re.compile(r"[&*!%\t\r]")
+# parse. Candidates are found by `str.find`, one character at a time (a scan for a
+# character class looked at every position of a 60 MB List; `find` skips between them
+# as `memchr` does).
+_MARKS = "&*!%"
 _FIRST_DASH = re.compile(r"(?:[ ]*+(?:#[^\n]*+)?+\n)*+( ?+ ?+)-(?=[ \n])")
 
 
 class Item(NamedTuple):
-    """One item: its first line in the document (0-based) and its text, dash blanked."""
+    """One item: its first line in the document (0-based), where its lines start and
+    end in the document, and its dash's column. Its text is made by whoever reads it
+    (`text`): cutting a List of tens of thousands of items is the part of lint's work
+    that one process does before the others can start."""
 
     line: int
-    text: str
+    start: int
+    end: int
+    column: int
+
+    def text(self, document: str) -> str:
+        """The item's lines of `document`, its dash a blank."""
+        dash = self.start + self.column
+        return document[self.start : dash] + " " + document[dash + 1 : self.end]
 
 
 class ListCut(NamedTuple):
-    """A List document cut: its head (`items: []` in place of the items) and its items."""
+    """A List document cut: its head (`items: []` in place of the items) and its items
+    (their places in the document)."""
 
     head: str
     items: list[Item]
@@ -65,19 +77,26 @@ def _top_items(text: str, start: int) -> re.Match[str] | None:
 
 def _unsafe(text: str) -> bool:
     """Whether the text has an anchor, alias, tag or directive, a tab or a CR."""
-    for special in _SPECIAL.finditer(text):
-        at = special.start()
-        if special.group() in "\t\r":
-            return True
-        if (at == 0 or text[at - 1] in " [{,\n") and text[at + 1 : at + 2] not in ("", " ", "\n"):
-            return True
+    if "\t" in text or "\r" in text:
+        return True
+    for mark in _MARKS:
+        at = text.find(mark)
+        while at >= 0:
+            if (at == 0 or text[at - 1] in " [{,\n") and text[at + 1 : at + 2] not in (
+                "", " ", "\n"
+            ):
+                return True
+            at = text.find(mark, at + 1)
     return False
 
 
 @lru_cache(maxsize=4)
 def _at_most(column: int) -> re.Pattern[str]:
-    """A content line (not blank, not a comment) indented `column` or less."""
-    return re.compile(rf"^ {{0,{column}}}+(?=[^ \n#])", re.MULTILINE)
+    """A content line (not blank, not a comment) indented `column` or less, matched from
+    the line break before it to its first character: a pattern that starts with a
+    literal lets the engine skip to line breaks (`^` in MULTILINE mode is tried at
+    every position)."""
+    return re.compile(rf"\n {{0,{column}}}+[^ \n#]")
 
 
 def cut_list(text: str) -> ListCut | None:
@@ -91,21 +110,21 @@ def cut_list(text: str) -> ListCut | None:
     column = len(first.group(1))
     starts: list[int] = []
     end = len(text)
-    for line in _at_most(column).finditer(text, first.start(1)):
-        at = line.end()
-        if at - line.start() == column and text.startswith("-", at) and (
+    # The first dash's line follows a line break (`items:` or a blank line's).
+    for line in _at_most(column).finditer(text, first.start(1) - 1):
+        begin, at = line.start() + 1, line.end() - 1
+        if at - begin == column and text[at] == "-" and (
             at + 1 == len(text) or text[at + 1] in " \n"
         ):
-            starts.append(line.start())
+            starts.append(begin)
         else:
-            end = line.start()
+            end = begin
             break
     items: list[Item] = []
     line_number = text.count("\n", 0, starts[0])
     bounds = [*starts, end]
     for begin, stop in itertools.pairwise(bounds):
-        dash = begin + column
-        items.append(Item(line_number, text[begin:dash] + " " + text[dash + 1 : stop]))
+        items.append(Item(line_number, begin, stop, column))
         line_number += text.count("\n", begin, stop)
     head = text[: found.start()] + "items: []\n" + text[end:]
     return ListCut(head, items)

@@ -109,7 +109,7 @@ def test_cut_keeps_lines_and_columns() -> None:
     cut = cut_list(KUBECTL)
     assert cut is not None
     assert [item.line for item in cut.items] == [2, 17, 32]
-    assert cut.items[0].text.startswith("  apiVersion: resource.k8s.io/v1\n  kind:")
+    assert cut.items[0].text(KUBECTL).startswith("  apiVersion: resource.k8s.io/v1\n  kind:")
     assert cut.head == "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"
 
 
@@ -147,3 +147,32 @@ def test_any_list_cut_gives_the_results_of_the_whole_list(
                             for line in piece.split("\n")[:-1]) for piece in pieces)
     text = f"apiVersion: v1\nkind: {kind}\nitems:\n{items}{tail}"
     assert _run(text, cut=True) == _run(text, cut=False)
+
+
+@pytest.mark.parametrize(("extra", "cut"), [
+    pytest.param("  note: !!str x\n", False, id="tag"),
+    pytest.param("  note: &a x\n", False, id="anchor"),
+    pytest.param("  note: *a\n", False, id="alias"),
+    pytest.param("  note:\tx\n", False, id="tab"),
+    pytest.param("  note: a*b&c!d%e\n", True, id="marks-inside-a-scalar"),
+    pytest.param("  note: 100%\n", True, id="mark-at-a-scalar-end"),
+])
+def test_cut_refuses_what_an_item_cannot_read_alone(extra: str, cut: bool) -> None:
+    """Anchors, aliases, tags and tabs send the List to a whole parse; the same characters
+    inside a plain scalar do not."""
+    text = KUBECTL.replace("  kind: ResourceClaim\n", "  kind: ResourceClaim\n" + extra, 1)
+    assert (cut_list(text) is not None) is cut
+
+
+def test_detached_item_reads_as_the_item_in_its_list() -> None:
+    """An item sent to a worker that did not fork holds its own text only, and is the
+    same chunk (text, line, column) as when sliced from its List."""
+    text = "kind: Service\n---\n" + KUBECTL
+    chunk = split_documents(Source("f.yaml", text, "yaml"))[1]
+    items = lint._cut(chunk)
+    assert items is not None
+    for unit in items:
+        alone = unit.detached()
+        assert len(alone.document.text) < len(chunk.text)
+        assert alone.chunk() == unit.chunk()
+        assert alone.chunk().line == chunk.line + unit.place.line
