@@ -12,6 +12,7 @@ callers refuse the document unless they were told to allow loss.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,12 @@ from draguard.schema.model.shapes import (
     read,
     unserved_version,
 )
-from draguard.schema.validate import prepare
+from draguard.schema.validate import Prepared, prepare
+
+# How a conversion gets its source read through the create pipeline (`validate.prepare`);
+# `roundtrip` passes one that remembers each document's, shared by its trips. The
+# `Prepared` it gives is only read here, never changed.
+Preparer = Callable[[dict[str, Any], DocumentType, Options], Prepared]
 
 VERSION_TARGETS = ("v1", "v1beta2", "v1beta1")
 LAYOUT_TARGETS = ("parallel", "nested")
@@ -82,7 +88,9 @@ class Conversion:
         return self.source_shape is not None
 
 
-def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS) -> Conversion:
+def convert_document(
+    obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS, prepare: Preparer = prepare
+) -> Conversion:
     """Convert one document to `target` (a version or a layout); see the module docstring."""
     if target not in TARGETS:
         raise ValueError(
@@ -95,18 +103,18 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
             return Conversion(None, None, target)
         # A claim in a version no release serves (issue 17): nothing to convert from,
         # and no `--allow-loss` makes it convertible (`source_shape` None says so).
-        return Conversion(_plain_copy(obj), None, target, (Loss(err.path, err.detail),))
+        return Conversion(plain_copy(obj), None, target, (Loss(err.path, err.detail),))
     if target in LAYOUT_TARGETS:
         document, losses = _convert_layout(obj, doc_type, target, options)
     else:
-        document, losses = _convert_version(obj, doc_type, target, options)
+        document, losses = _convert_version(prepare(obj, doc_type, options), target, options)
     return Conversion(document, doc_type.shape, target, tuple(losses))
 
 
 def _convert_layout(
     obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
-    document = _plain_copy(obj)
+    document = plain_copy(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
     devices = (
         holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
@@ -197,26 +205,30 @@ def _has_exact(request: dict[str, Any], version: str) -> bool:
 
 
 def _convert_version(
-    obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
+    prepared: Prepared, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
-    prepared = prepare(obj, doc_type, options)
+    """`prepared` (left as it is: only what changes is copied) written in `target`."""
+    doc_type = prepared.doc_type
     losses = [_reading_loss(f, options) for f in prepared.findings]
     losses += [
         Loss(p, f"feature gate {gate_of(str(p.parts[-1]))} is off by default in Kubernetes "
                 f"{options.release.name}, whose apiserver drops this field on create")
         for p in prepared.dropped
     ]
-    document = prepared.document
+    document = dict(prepared.document)
     if doc_type.parallel:
-        _drop_order_annotation(document.setdefault("metadata", {}))
+        document["metadata"] = _without_order_annotation(document.setdefault("metadata", {}))
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
+    if holder is document.get("spec"):  # a template: its spec is copied, not changed
+        holder = document["spec"] = dict(holder)
     spec = prepared.claim_spec
     losses += _ambiguous_requests(spec.get("devices", {}), spec_path.child("devices"), "v1")
     if target == "v1beta1":
-        spec = spec_hub_to_v1beta1(spec)
+        spec = _omit_empty_lists(spec_hub_to_v1beta1(spec))
     else:
+        spec = _omit_empty_lists(spec)  # a copy, so that class names are written into it
         _write_class_names(spec)
-    holder["spec"] = _omit_empty_lists(spec)
+    holder["spec"] = spec
     document["apiVersion"] = f"{GROUP}/{target}"
     # No second read against the target: reading the source kept only fields its version
     # has in this release, and every version of a release has the same fields, moved
@@ -270,31 +282,41 @@ def _write_class_names(spec: dict[str, Any]) -> None:
                 subs[j] = {**head, "deviceClassName": "", **rest}
 
 
-def _plain_copy(value: Any) -> Any:
+def plain_copy(value: Any) -> Any:
     """A deep copy of JSON-like data (copy.deepcopy is several times slower for it)."""
     if isinstance(value, dict):
-        return {k: _plain_copy(v) for k, v in value.items()}
+        return {k: plain_copy(v) if isinstance(v, dict | list) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain_copy(v) for v in value]
+        return [plain_copy(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 
-def _omit_empty_lists(value: Any, key: str = "") -> Any:
-    """The apiserver's JSON encoder drops empty `omitempty` lists, incl. reference lists."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if (
-                isinstance(v, list)
-                and not v
-                and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices"))
-            ):
-                continue
+def _omit_empty_lists(value: dict[str, Any], key: str = "") -> dict[str, Any]:
+    """A copy of mapping `value` without the empty `omitempty` lists the apiserver's JSON
+    encoder drops, reference lists included (`requests` anywhere but under `devices`).
+
+    Scalars are copied by the loop, not passed to a call each: most values are scalars."""
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if isinstance(v, dict):
             out[k] = _omit_empty_lists(v, k)
-        return out
-    if isinstance(value, list):
-        return [_omit_empty_lists(v, key) for v in value]
-    return value
+        elif isinstance(v, list):
+            if not v and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices")):
+                continue
+            out[k] = _omit_in_list(v, k)
+        else:
+            out[k] = v
+    return out
+
+
+def _omit_in_list(items: list[Any], key: str) -> list[Any]:
+    """`_omit_empty_lists` for a list's items (which take the list's key)."""
+    return [
+        _omit_empty_lists(v, key) if isinstance(v, dict)
+        else _omit_in_list(v, key) if isinstance(v, list)
+        else v
+        for v in items
+    ]
 
 
 def _claim_spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
@@ -302,6 +324,20 @@ def _claim_spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, A
         spec = document.setdefault("spec", {})
         return (spec if isinstance(spec, dict) else {}), FieldPath.root("spec", "spec")
     return document, FieldPath.root("spec")
+
+
+def _without_order_annotation(meta: Any) -> Any:
+    """`meta` without the order annotation: a copy when it has one, else `meta` itself."""
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict) or ORDER_ANNOTATION not in annotations:
+        return meta
+    out = dict(meta)
+    rest = {k: v for k, v in annotations.items() if k != ORDER_ANNOTATION}
+    if rest:
+        out["annotations"] = rest
+    else:
+        del out["annotations"]
+    return out
 
 
 def _drop_order_annotation(meta: dict[str, Any]) -> None:
@@ -320,4 +356,5 @@ __all__ = [
     "Conversion",
     "Loss",
     "convert_document",
+    "plain_copy",
 ]
