@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
 
-import orjson
-
 from draguard.schema.convert import Conversion, convert_document, plain_copy
 from draguard.schema.model.defaults import default_claim_spec
 from draguard.schema.model.diff import Change, diff, without_empties
 from draguard.schema.model.fieldmap import ORDER_ANNOTATION
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
 from draguard.schema.model.shapes import DocumentType, identify, unserved_version
+from draguard.schema.read.textedit import exact_text
 from draguard.schema.validate import Prepared, prepare
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
@@ -61,8 +60,8 @@ class _Memo:
 
     The 12 trips of `round_trips` start from 4 shapes and pass through documents that
     often recur (A → B of one trip is the B of another), so most conversions repeat.
-    Documents are keyed by their text (`_text_key`), which tells 1, 1.0 and True apart
-    and keeps key order;
+    Documents are keyed by their text (`textedit.exact_text`), which tells 1, 1.0 and
+    True apart and keeps key order;
     results are never mutated (conversion copies what it changes, `meaning` its claim
     spec). A document read through the create pipeline (`prepare`) is kept too: the 15
     conversions of one document's trips start from about 6 distinct documents.
@@ -79,7 +78,7 @@ class _Memo:
     def _key(self, obj: Any) -> bytes | str:
         known = self._keys.get(id(obj))
         if known is None or known[0] is not obj:
-            known = self._keys[id(obj)] = (obj, _text_key(obj))
+            known = self._keys[id(obj)] = (obj, exact_text(obj))
         return known[1]
 
     def convert(self, obj: Any, shape: str) -> Conversion:
@@ -111,25 +110,6 @@ class _Memo:
             self._meanings[key] = obj if doc_type is None else _meaning_of(
                 self.prepare(obj, doc_type, self.options))
         return self._meanings[key]
-
-
-_EXACT = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
-          | orjson.OPT_PASSTHROUGH_DATACLASS)
-
-
-def _text_key(obj: Any) -> bytes | str:
-    """A text that tells documents (what a YAML or JSON reader gives) apart exactly:
-    orjson's JSON (bytes), which keeps key order and writes 1, 1.0 and true apart, and
-    is many times faster than `repr`; but `repr` (a str, never equal to a JSON key)
-    where JSON could not: a key that is not a string, an integer past 64 bits, a date
-    or a subclass (which orjson would write as a plain string or value), and any
-    `null`, which orjson also writes for NaN and the infinities (a `"null"` inside a
-    string falls back too, which is only slower)."""
-    try:
-        text = orjson.dumps(obj, option=_EXACT)
-    except (TypeError, orjson.JSONEncodeError):
-        return repr(obj)
-    return repr(obj) if b"null" in text else text
 
 
 def _round_trip(obj: Any, start: str, via: str, memo: _Memo) -> Trip:
