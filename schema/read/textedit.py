@@ -251,22 +251,33 @@ class _Tree:
     def _map(self, col: int, value: Any, *, compact: bool) -> _Node:
         if not isinstance(value, dict):
             raise _Unsure("a mapping whose value is not one")
-        node = _Node("map", col, self.content[self.pos], compact=compact, value=value)
+        content, tokens, pos = self.content, self._next, self.pos
+        node = _Node("map", col, content[pos], compact=compact, value=value)
         self.donors.setdefault((True, len(value)), []).append(node)
+        children = node.children
         keys = iter(value)
-        while (token := self._next[self.pos]).indent >= 0:
-            first = compact and not node.children
-            if not first and (token.dash or token.indent < col):
-                break
-            if (not first and token.indent > col) or token.key is None:
+        first = compact  # a compact mapping's first key follows its item's dash
+        while (token := tokens[pos]).indent >= 0:
+            if not first:
+                if token.dash or token.indent < col:
+                    break
+                if token.indent > col:
+                    raise _Unsure("a line that is not an entry of its mapping")
+            first = False
+            key = token.key
+            if key is None:
                 raise _Unsure("a line that is not an entry of its mapping")
-            if next(keys, _MISSING) != token.key:
+            if next(keys, _MISSING) != key:
                 raise _Unsure("keys differ from the value's")
-            line = self.content[self.pos]
-            self.pos += 1
-            child = self._entry_value(token, line, col, value[token.key])
-            node.children.append(_Child(token.key, line, child))
-            node.children[-1].end = node.end = self.content[self.pos - 1] + 1
+            line = content[pos]
+            self.pos = pos + 1
+            if token.value is not None:
+                child = self._inline(token.value[0], line, value[key])
+            else:
+                child = self._entry_value(token, line, col, value[key])
+            pos = self.pos
+            node.end = content[pos - 1] + 1
+            children.append(_Child(key, line, child, node.end))
         if next(keys, _MISSING) is not _MISSING:
             raise _Unsure("keys differ from the value's")
         return node
