@@ -207,7 +207,7 @@ def _has_exact(request: dict[str, Any], version: str) -> bool:
 def _convert_version(
     prepared: Prepared, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
-    """`prepared` (left as it is: only what changes is copied) written in `target`."""
+    """`prepared` written in `target`: what changes is copied, the rest shared with it."""
     doc_type = prepared.doc_type
     losses = [_reading_loss(f, options) for f in prepared.findings]
     losses += [
@@ -223,12 +223,8 @@ def _convert_version(
         holder = document["spec"] = dict(holder)
     spec = prepared.claim_spec
     losses += _ambiguous_requests(spec.get("devices", {}), spec_path.child("devices"), "v1")
-    if target == "v1beta1":
-        spec = _omit_empty_lists(spec_hub_to_v1beta1(spec))
-    else:
-        spec = _omit_empty_lists(spec)  # a copy, so that class names are written into it
-        _write_class_names(spec)
-    holder["spec"] = spec
+    spec = spec_hub_to_v1beta1(spec) if target == "v1beta1" else _with_class_names(spec)
+    holder["spec"] = _omit_empty_lists(spec)
     document["apiVersion"] = f"{GROUP}/{target}"
     # No second read against the target: reading the source kept only fields its version
     # has in this release, and every version of a release has the same fields, moved
@@ -259,27 +255,43 @@ def _reading_loss(finding: FieldError, options: Options) -> Loss:
 _API_VERSION = FieldPath.root("apiVersion")
 
 
-def _write_class_names(spec: dict[str, Any]) -> None:
+def _with_class_names(spec: dict[str, Any]) -> dict[str, Any]:
     """`deviceClassName` has no omitempty in ExactDeviceRequest and DeviceSubRequest (v1,
-    v1beta2 types.go: `json:"deviceClassName"`), so a class-less one reads back as ""."""
+    v1beta2 types.go: `json:"deviceClassName"`), so a class-less one reads back as "".
+    `spec` is left as it is: what gains a class name is copied, the rest shared."""
     devices = spec.get("devices")
     requests = devices.get("requests") if isinstance(devices, dict) else None
-    for request in requests if isinstance(requests, list) else ():
-        if not isinstance(request, dict):
-            continue
-        exactly = request.get("exactly")
-        if isinstance(exactly, dict) and "deviceClassName" not in exactly:
-            # The first field of ExactDeviceRequest, as the encoder writes it.
-            request["exactly"] = {"deviceClassName": "", **exactly}
-        subs = request.get("firstAvailable")
-        if not isinstance(subs, list):
-            continue
-        for j, sub in enumerate(subs):
-            if isinstance(sub, dict) and "deviceClassName" not in sub:
-                # DeviceSubRequest: name, then deviceClassName.
-                rest = {k: v for k, v in sub.items() if k != "name"}
-                head = {"name": sub["name"]} if "name" in sub else {}
-                subs[j] = {**head, "deviceClassName": "", **rest}
+    if not isinstance(requests, list):
+        return spec
+    written = [_request_with_class_names(r) if isinstance(r, dict) else r for r in requests]
+    if all(new is old for new, old in zip(written, requests, strict=True)):
+        return spec
+    assert isinstance(devices, dict)
+    return {**spec, "devices": {**devices, "requests": written}}
+
+
+def _request_with_class_names(request: dict[str, Any]) -> dict[str, Any]:
+    out = request
+    exactly = request.get("exactly")
+    if isinstance(exactly, dict) and "deviceClassName" not in exactly:
+        # The first field of ExactDeviceRequest, as the encoder writes it.
+        out = {**request, "exactly": {"deviceClassName": "", **exactly}}
+    subs = request.get("firstAvailable")
+    if not isinstance(subs, list):
+        return out
+    written = [_sub_with_class_name(sub) if isinstance(sub, dict) else sub for sub in subs]
+    if all(new is old for new, old in zip(written, subs, strict=True)):
+        return out
+    return {**out, "firstAvailable": written}
+
+
+def _sub_with_class_name(sub: dict[str, Any]) -> dict[str, Any]:
+    if "deviceClassName" in sub:
+        return sub
+    # DeviceSubRequest: name, then deviceClassName.
+    rest = {k: v for k, v in sub.items() if k != "name"}
+    head = {"name": sub["name"]} if "name" in sub else {}
+    return {**head, "deviceClassName": "", **rest}
 
 
 def plain_copy(value: Any) -> Any:
@@ -292,31 +304,47 @@ def plain_copy(value: Any) -> Any:
 
 
 def _omit_empty_lists(value: dict[str, Any], key: str = "") -> dict[str, Any]:
-    """A copy of mapping `value` without the empty `omitempty` lists the apiserver's JSON
-    encoder drops, reference lists included (`requests` anywhere but under `devices`).
+    """Mapping `value` without the empty `omitempty` lists the apiserver's JSON encoder
+    drops, reference lists included (`requests` anywhere but under `devices`).
 
-    Scalars are copied by the loop, not passed to a call each: most values are scalars."""
-    out: dict[str, Any] = {}
+    `value` is left as it is: a container with nothing to drop below it is returned
+    itself (shared), others are copied; scalars are never passed to a call."""
+    changes: dict[str, Any] | None = None
     for k, v in value.items():
         if isinstance(v, dict):
-            out[k] = _omit_empty_lists(v, k)
+            new: Any = _omit_empty_lists(v, k)
         elif isinstance(v, list):
             if not v and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices")):
-                continue
-            out[k] = _omit_in_list(v, k)
+                new = _DROP
+            else:
+                new = _omit_in_list(v, k)
         else:
-            out[k] = v
-    return out
+            continue
+        if new is not v:
+            changes = {} if changes is None else changes
+            changes[k] = new
+    if changes is None:
+        return value
+    return {k: changes.get(k, v) for k, v in value.items() if changes.get(k) is not _DROP}
+
+
+_DROP = object()
 
 
 def _omit_in_list(items: list[Any], key: str) -> list[Any]:
     """`_omit_empty_lists` for a list's items (which take the list's key)."""
-    return [
-        _omit_empty_lists(v, key) if isinstance(v, dict)
-        else _omit_in_list(v, key) if isinstance(v, list)
-        else v
-        for v in items
-    ]
+    out: list[Any] | None = None
+    for i, v in enumerate(items):
+        if isinstance(v, dict):
+            new: Any = _omit_empty_lists(v, key)
+        elif isinstance(v, list):
+            new = _omit_in_list(v, key)
+        else:
+            continue
+        if new is not v:
+            out = list(items) if out is None else out
+            out[i] = new
+    return items if out is None else out
 
 
 def _claim_spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
