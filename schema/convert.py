@@ -12,6 +12,7 @@ callers refuse the document unless they were told to allow loss.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,12 @@ from draguard.schema.model.shapes import (
     read,
     unserved_version,
 )
-from draguard.schema.validate import prepare
+from draguard.schema.validate import Prepared, prepare
+
+# How a conversion gets its source read through the create pipeline (`validate.prepare`);
+# `roundtrip` passes one that remembers each document's, shared by its trips. The
+# `Prepared` it gives is only read here, never changed.
+Preparer = Callable[[dict[str, Any], DocumentType, Options], Prepared]
 
 VERSION_TARGETS = ("v1", "v1beta2", "v1beta1")
 LAYOUT_TARGETS = ("parallel", "nested")
@@ -82,7 +88,9 @@ class Conversion:
         return self.source_shape is not None
 
 
-def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS) -> Conversion:
+def convert_document(
+    obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS, prepare: Preparer = prepare
+) -> Conversion:
     """Convert one document to `target` (a version or a layout); see the module docstring."""
     if target not in TARGETS:
         raise ValueError(
@@ -95,18 +103,18 @@ def convert_document(obj: Any, target: str, *, options: Options = DEFAULT_OPTION
             return Conversion(None, None, target)
         # A claim in a version no release serves (issue 17): nothing to convert from,
         # and no `--allow-loss` makes it convertible (`source_shape` None says so).
-        return Conversion(_plain_copy(obj), None, target, (Loss(err.path, err.detail),))
+        return Conversion(plain_copy(obj), None, target, (Loss(err.path, err.detail),))
     if target in LAYOUT_TARGETS:
         document, losses = _convert_layout(obj, doc_type, target, options)
     else:
-        document, losses = _convert_version(obj, doc_type, target, options)
+        document, losses = _convert_version(prepare(obj, doc_type, options), target, options)
     return Conversion(document, doc_type.shape, target, tuple(losses))
 
 
 def _convert_layout(
     obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
-    document = _plain_copy(obj)
+    document = plain_copy(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
     devices = (
         holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
@@ -197,25 +205,25 @@ def _has_exact(request: dict[str, Any], version: str) -> bool:
 
 
 def _convert_version(
-    obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
+    prepared: Prepared, target: str, options: Options
 ) -> tuple[dict[str, Any], list[Loss]]:
-    prepared = prepare(obj, doc_type, options)
+    """`prepared` written in `target`: what changes is copied, the rest shared with it."""
+    doc_type = prepared.doc_type
     losses = [_reading_loss(f, options) for f in prepared.findings]
     losses += [
         Loss(p, f"feature gate {gate_of(str(p.parts[-1]))} is off by default in Kubernetes "
                 f"{options.release.name}, whose apiserver drops this field on create")
         for p in prepared.dropped
     ]
-    document = prepared.document
+    document = dict(prepared.document)
     if doc_type.parallel:
-        _drop_order_annotation(document.setdefault("metadata", {}))
+        document["metadata"] = _without_order_annotation(document.setdefault("metadata", {}))
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
+    if holder is document.get("spec"):  # a template: its spec is copied, not changed
+        holder = document["spec"] = dict(holder)
     spec = prepared.claim_spec
     losses += _ambiguous_requests(spec.get("devices", {}), spec_path.child("devices"), "v1")
-    if target == "v1beta1":
-        spec = spec_hub_to_v1beta1(spec)
-    else:
-        _write_class_names(spec)
+    spec = spec_hub_to_v1beta1(spec) if target == "v1beta1" else _with_class_names(spec)
     holder["spec"] = _omit_empty_lists(spec)
     document["apiVersion"] = f"{GROUP}/{target}"
     # No second read against the target: reading the source kept only fields its version
@@ -247,54 +255,96 @@ def _reading_loss(finding: FieldError, options: Options) -> Loss:
 _API_VERSION = FieldPath.root("apiVersion")
 
 
-def _write_class_names(spec: dict[str, Any]) -> None:
+def _with_class_names(spec: dict[str, Any]) -> dict[str, Any]:
     """`deviceClassName` has no omitempty in ExactDeviceRequest and DeviceSubRequest (v1,
-    v1beta2 types.go: `json:"deviceClassName"`), so a class-less one reads back as ""."""
+    v1beta2 types.go: `json:"deviceClassName"`), so a class-less one reads back as "".
+    `spec` is left as it is: what gains a class name is copied, the rest shared."""
     devices = spec.get("devices")
     requests = devices.get("requests") if isinstance(devices, dict) else None
-    for request in requests if isinstance(requests, list) else ():
-        if not isinstance(request, dict):
-            continue
-        exactly = request.get("exactly")
-        if isinstance(exactly, dict) and "deviceClassName" not in exactly:
-            # The first field of ExactDeviceRequest, as the encoder writes it.
-            request["exactly"] = {"deviceClassName": "", **exactly}
-        subs = request.get("firstAvailable")
-        if not isinstance(subs, list):
-            continue
-        for j, sub in enumerate(subs):
-            if isinstance(sub, dict) and "deviceClassName" not in sub:
-                # DeviceSubRequest: name, then deviceClassName.
-                rest = {k: v for k, v in sub.items() if k != "name"}
-                head = {"name": sub["name"]} if "name" in sub else {}
-                subs[j] = {**head, "deviceClassName": "", **rest}
+    if not isinstance(requests, list):
+        return spec
+    written = [_request_with_class_names(r) if isinstance(r, dict) else r for r in requests]
+    if all(new is old for new, old in zip(written, requests, strict=True)):
+        return spec
+    assert isinstance(devices, dict)
+    return {**spec, "devices": {**devices, "requests": written}}
 
 
-def _plain_copy(value: Any) -> Any:
+def _request_with_class_names(request: dict[str, Any]) -> dict[str, Any]:
+    out = request
+    exactly = request.get("exactly")
+    if isinstance(exactly, dict) and "deviceClassName" not in exactly:
+        # The first field of ExactDeviceRequest, as the encoder writes it.
+        out = {**request, "exactly": {"deviceClassName": "", **exactly}}
+    subs = request.get("firstAvailable")
+    if not isinstance(subs, list):
+        return out
+    written = [_sub_with_class_name(sub) if isinstance(sub, dict) else sub for sub in subs]
+    if all(new is old for new, old in zip(written, subs, strict=True)):
+        return out
+    return {**out, "firstAvailable": written}
+
+
+def _sub_with_class_name(sub: dict[str, Any]) -> dict[str, Any]:
+    if "deviceClassName" in sub:
+        return sub
+    # DeviceSubRequest: name, then deviceClassName.
+    rest = {k: v for k, v in sub.items() if k != "name"}
+    head = {"name": sub["name"]} if "name" in sub else {}
+    return {**head, "deviceClassName": "", **rest}
+
+
+def plain_copy(value: Any) -> Any:
     """A deep copy of JSON-like data (copy.deepcopy is several times slower for it)."""
     if isinstance(value, dict):
-        return {k: _plain_copy(v) for k, v in value.items()}
+        return {k: plain_copy(v) if isinstance(v, dict | list) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain_copy(v) for v in value]
+        return [plain_copy(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 
-def _omit_empty_lists(value: Any, key: str = "") -> Any:
-    """The apiserver's JSON encoder drops empty `omitempty` lists, incl. reference lists."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if (
-                isinstance(v, list)
-                and not v
-                and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices"))
-            ):
-                continue
-            out[k] = _omit_empty_lists(v, k)
-        return out
-    if isinstance(value, list):
-        return [_omit_empty_lists(v, key) for v in value]
-    return value
+def _omit_empty_lists(value: dict[str, Any], key: str = "") -> dict[str, Any]:
+    """Mapping `value` without the empty `omitempty` lists the apiserver's JSON encoder
+    drops, reference lists included (`requests` anywhere but under `devices`).
+
+    `value` is left as it is: a container with nothing to drop below it is returned
+    itself (shared), others are copied; scalars are never passed to a call."""
+    changes: dict[str, Any] | None = None
+    for k, v in value.items():
+        if isinstance(v, dict):
+            new: Any = _omit_empty_lists(v, k)
+        elif isinstance(v, list):
+            if not v and (k in _OMITEMPTY_LISTS or (k == "requests" and key != "devices")):
+                new = _DROP
+            else:
+                new = _omit_in_list(v, k)
+        else:
+            continue
+        if new is not v:
+            changes = {} if changes is None else changes
+            changes[k] = new
+    if changes is None:
+        return value
+    return {k: changes.get(k, v) for k, v in value.items() if changes.get(k) is not _DROP}
+
+
+_DROP = object()
+
+
+def _omit_in_list(items: list[Any], key: str) -> list[Any]:
+    """`_omit_empty_lists` for a list's items (which take the list's key)."""
+    out: list[Any] | None = None
+    for i, v in enumerate(items):
+        if isinstance(v, dict):
+            new: Any = _omit_empty_lists(v, key)
+        elif isinstance(v, list):
+            new = _omit_in_list(v, key)
+        else:
+            continue
+        if new is not v:
+            out = list(items) if out is None else out
+            out[i] = new
+    return items if out is None else out
 
 
 def _claim_spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, Any], FieldPath]:
@@ -302,6 +352,20 @@ def _claim_spec_holder(document: dict[str, Any], kind: str) -> tuple[dict[str, A
         spec = document.setdefault("spec", {})
         return (spec if isinstance(spec, dict) else {}), FieldPath.root("spec", "spec")
     return document, FieldPath.root("spec")
+
+
+def _without_order_annotation(meta: Any) -> Any:
+    """`meta` without the order annotation: a copy when it has one, else `meta` itself."""
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict) or ORDER_ANNOTATION not in annotations:
+        return meta
+    out = dict(meta)
+    rest = {k: v for k, v in annotations.items() if k != ORDER_ANNOTATION}
+    if rest:
+        out["annotations"] = rest
+    else:
+        del out["annotations"]
+    return out
 
 
 def _drop_order_annotation(meta: dict[str, Any]) -> None:
@@ -320,4 +384,5 @@ __all__ = [
     "Conversion",
     "Loss",
     "convert_document",
+    "plain_copy",
 ]

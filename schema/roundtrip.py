@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
 
-from draguard.schema.convert import Conversion, convert_document
+from draguard.schema.convert import Conversion, convert_document, plain_copy
 from draguard.schema.model.defaults import default_claim_spec
 from draguard.schema.model.diff import Change, diff, without_empties
 from draguard.schema.model.fieldmap import ORDER_ANNOTATION
 from draguard.schema.model.options import DEFAULT_OPTIONS, Options
-from draguard.schema.model.shapes import identify, unserved_version
-from draguard.schema.validate import prepare
+from draguard.schema.model.shapes import DocumentType, identify, unserved_version
+from draguard.schema.read.textedit import exact_text
+from draguard.schema.validate import Prepared, prepare
 
 SHAPES = ("v1", "v1beta2", "v1beta1", "parallel")
 
@@ -59,28 +60,42 @@ class _Memo:
 
     The 12 trips of `round_trips` start from 4 shapes and pass through documents that
     often recur (A → B of one trip is the B of another), so most conversions repeat.
-    Documents are keyed by `repr`, which tells 1, 1.0 and True apart and keeps key order;
-    results are never mutated (conversion copies its input, `meaning` its document).
+    Documents are keyed by their text (`textedit.exact_text`), which tells 1, 1.0 and
+    True apart and keeps key order;
+    results are never mutated (conversion copies what it changes, `meaning` its claim
+    spec). A document read through the create pipeline (`prepare`) is kept too: the 15
+    conversions of one document's trips start from about 6 distinct documents.
     """
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self._conversions: dict[tuple[str, str], Conversion] = {}
-        self._meanings: dict[str, dict[str, Any]] = {}
+        self._conversions: dict[tuple[bytes | str, str], Conversion] = {}
+        self._prepared: dict[bytes | str, Prepared] = {}
+        self._meanings: dict[bytes | str, dict[str, Any]] = {}
         # repr of each document seen, by identity (the document is kept alive beside it).
-        self._keys: dict[int, tuple[Any, str]] = {}
+        self._keys: dict[int, tuple[Any, bytes | str]] = {}
 
-    def _key(self, obj: Any) -> str:
+    def _key(self, obj: Any) -> bytes | str:
         known = self._keys.get(id(obj))
         if known is None or known[0] is not obj:
-            known = self._keys[id(obj)] = (obj, repr(obj))
+            known = self._keys[id(obj)] = (obj, exact_text(obj))
         return known[1]
 
     def convert(self, obj: Any, shape: str) -> Conversion:
         key = (self._key(obj), shape)
         if key not in self._conversions:
-            self._conversions[key] = convert_document(obj, shape, options=self.options)
+            self._conversions[key] = convert_document(
+                obj, shape, options=self.options, prepare=self.prepare)
         return self._conversions[key]
+
+    def prepare(self, obj: dict[str, Any], doc_type: DocumentType, options: Options
+                ) -> Prepared:
+        """`validate.prepare`, once per document (`doc_type` follows from `obj`)."""
+        assert options is self.options
+        key = self._key(obj)
+        if key not in self._prepared:
+            self._prepared[key] = prepare(obj, doc_type, options)
+        return self._prepared[key]
 
     def differences(self, before: dict[str, Any], after: dict[str, Any]) -> tuple[Change, ...]:
         """`diff` of the two documents' meanings; none for the same text of a document."""
@@ -89,9 +104,11 @@ class _Memo:
             return ()
         return tuple(diff(self._meaning(key_before, before), self._meaning(key_after, after)))
 
-    def _meaning(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def _meaning(self, key: bytes | str, obj: dict[str, Any]) -> dict[str, Any]:
         if key not in self._meanings:
-            self._meanings[key] = meaning(obj, self.options)
+            doc_type = identify(obj)
+            self._meanings[key] = obj if doc_type is None else _meaning_of(
+                self.prepare(obj, doc_type, self.options))
         return self._meanings[key]
 
 
@@ -115,11 +132,16 @@ def meaning(obj: dict[str, Any], options: Options = DEFAULT_OPTIONS) -> dict[str
     doc_type = identify(obj)
     if doc_type is None:
         return obj
-    prepared = prepare(obj, doc_type, options)
+    return _meaning_of(prepare(obj, doc_type, options))
+
+
+def _meaning_of(prepared: Prepared) -> dict[str, Any]:
+    """`meaning` of a prepared document, which is left as it is (`_Memo` shares it)."""
+    claim_spec = plain_copy(prepared.claim_spec)
     # Every read from storage passes the hub version's defaulter (§4: "also when reading
     # from storage"), so a default another version adds is not a change of meaning.
-    default_claim_spec(prepared.claim_spec, "v1")
-    _drop_go_zero_values(prepared.claim_spec.get("devices"))
+    default_claim_spec(claim_spec, "v1")
+    _drop_go_zero_values(claim_spec.get("devices"))
     document = prepared.document
     meta = dict(document.get("metadata", {}))
     annotations = {
@@ -129,6 +151,11 @@ def meaning(obj: dict[str, Any], options: Options = DEFAULT_OPTIONS) -> dict[str
     if annotations:
         meta["annotations"] = annotations
     out = {**document, "metadata": meta}
+    # The claim spec sits in `document` (`prepare` puts it there): its copy replaces it.
+    if prepared.doc_type.kind == "ResourceClaimTemplate":
+        out["spec"] = {**document["spec"], "spec": claim_spec}
+    else:
+        out["spec"] = claim_spec
     out.pop("apiVersion", None)
     result: dict[str, Any] = without_empties(out)
     return result
@@ -149,11 +176,12 @@ def _drop_go_zero_values(value: Any) -> None:
     """Remove zero-valued non-pointer fields of the claim spec's structs, in place."""
     if isinstance(value, list):
         for item in value:
-            _drop_go_zero_values(item)
+            if isinstance(item, dict | list):
+                _drop_go_zero_values(item)
     elif isinstance(value, dict):
-        for key in list(value):
-            if key in _VALUE_FIELDS and value[key] in ("", 0) and value[key] is not False:
+        for key, item in list(value.items()):
+            if key in _VALUE_FIELDS and item in ("", 0) and item is not False:
                 del value[key]
-            elif key not in _DATA_FIELDS:
-                _drop_go_zero_values(value[key])
+            elif key not in _DATA_FIELDS and isinstance(item, dict | list):
+                _drop_go_zero_values(item)
 

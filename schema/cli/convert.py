@@ -20,16 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import YAMLError
-
 from draguard.schema.cli.fix import _write_atomically
 from draguard.schema.cli.frame import add_feature_gates, parse_with_release, quiet
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.model.releases import DEFAULT_RELEASE, KINDS
-from draguard.schema.read import templates, yamledit
+from draguard.schema.read import templates
 from draguard.schema.read.duplicates import Duplicate
 from draguard.schema.read.jsondecode import loads_checked
 from draguard.schema.read.sources import (
@@ -138,9 +135,7 @@ def convert_file(
                       f"{FieldPath(duplicate.path)}: {duplicate.message(chunk.line)}",
                       file=sys.stderr)
             outcome, chunk_refused = None, True
-        # Besides YAMLError: ruamel lets Python's ValueError (an integer over 4,300 digits)
-        # and RecursionError (thousands of nesting levels) through; found by tests/hostile.
-        except (YAMLError, ValueError, RecursionError) as exc:
+        except _round_trip_errors() as exc:
             print(
                 f"draguard convert: {source.name}: not valid YAML: {exc}".replace("\n", " "),
                 file=sys.stderr,
@@ -165,6 +160,8 @@ def _convert_chunk(
 ) -> tuple[str | None, bool]:
     """The new text of one document (None: leave it as it is), and whether anything was refused."""
     if chunk.format == "json":
+        from draguard.schema.read import yamledit  # ruamel: see `_round_trip_errors`
+
         document, duplicates = loads_checked(chunk.text)
         if duplicates and _checked_kind(document):
             raise _Repeated(duplicates)
@@ -228,6 +225,10 @@ def _convert_round_trip(
     chunk: Chunk, target: str, options: Options, allow_loss: bool
 ) -> tuple[str | None, bool]:
     """The document converted on ruamel's round-trip nodes, which keep comments anywhere."""
+    from ruamel.yaml.constructor import DuplicateKeyError  # ruamel: see `_round_trip_errors`
+
+    from draguard.schema.read import yamledit
+
     head = _HEAD.match(chunk.text)
     body_start = head.end() if head else 0
     tail = _TAIL.search(chunk.text, body_start)
@@ -316,8 +317,12 @@ def _convert_object(
     where: str, node: Any, target: str, options: Options, allow_loss: bool,
     notes: list[str], round_trip: bool,
 ) -> tuple[Any, bool]:
-    conversion = convert_document(yamledit.to_plain(node) if round_trip else node, target,
-                                  options=options)
+    plain = node
+    if round_trip:
+        from draguard.schema.read import yamledit  # ruamel: see `_round_trip_errors`
+
+        plain = yamledit.to_plain(node)
+    conversion = convert_document(plain, target, options=options)
     if not conversion.is_dra or conversion.document is None:
         return None, False
     if conversion.losses and not (allow_loss and conversion.convertible):
@@ -328,6 +333,19 @@ def _convert_object(
         unchanged = not conversion.losses and conversion.document == node
         return (None if unchanged else conversion.document), False
     return yamledit.apply(node, conversion.document, yamledit.Donors(node)), False
+
+
+def _round_trip_errors() -> tuple[type[Exception], ...]:
+    """What reading a document may raise: ruamel's YAMLError, and Python's ValueError (an
+    integer over 4,300 digits) and RecursionError (thousands of nesting levels), which
+    ruamel lets through (found by tests/hostile).
+
+    ruamel (and `yamledit`, built on it) is imported only when a document takes the
+    round trip (the text path declined, or JSON): most runs never load it, and its
+    import is a share of the command's start."""
+    from ruamel.yaml.error import YAMLError
+
+    return (YAMLError, ValueError, RecursionError)
 
 
 def _emit(results: list[tuple[str, FileResult]], *, in_place: bool) -> None:

@@ -22,14 +22,10 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from ruamel.yaml.comments import CommentedSeq
-from ruamel.yaml.error import YAMLError
-
 from draguard.schema.advice.claims import config_reference_rewrites
 from draguard.schema.model.shapes import identify
 from draguard.schema.read import sources
 from draguard.schema.read.textedit import Declined, edit_document, located, read
-from draguard.schema.read.yamledit import dump_documents, load_documents, to_plain
 
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
 
@@ -77,6 +73,11 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
     if by_text is not None:
         text, rewrites = by_text
         return _report(path, text, rewrites, dry_run=dry_run)
+    # ruamel only for a file the text path declined: its import is a share of the start.
+    from ruamel.yaml.error import YAMLError
+
+    from draguard.schema.read.yamledit import dump_documents, load_documents
+
     try:
         documents = load_documents(source.text)
     except YAMLError as exc:
@@ -196,6 +197,8 @@ def _prefix(document: dict[str, Any]) -> str:
 
 
 def _fix_document(document: Any) -> list[tuple[str, list[str], list[str], bool]]:
+    from draguard.schema.read.yamledit import to_plain  # ruamel: see `fix_file`
+
     doc_type = identify(to_plain(document)) if isinstance(document, dict) else None
     if doc_type is None:
         return []
@@ -216,6 +219,8 @@ def _fix_document(document: Any) -> list[tuple[str, list[str], list[str], bool]]
 
 def _replace_list(config: Any, key: str, values: list[str]) -> None:
     """Replace the list's items in place, so its flow or block style and comments stay."""
+    from ruamel.yaml.comments import CommentedSeq  # see `fix_file`
+
     current = config[key]
     if isinstance(current, CommentedSeq):
         current[:] = values

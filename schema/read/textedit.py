@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import yaml_rs
 
 from draguard.schema.read.sources import Chunk, Source, split_documents
@@ -90,9 +91,12 @@ def _tokenize(text: str) -> list[_Line]:
 # Most lines: `[- ]key: value`, `[- ]key:`, `- value` with a plain value free of `#`,
 # `:`, quotes and brackets, a one-line quoted value, or a flow collection on its line
 # (two levels at most), then a comment; read in one match (`_token` reads the others).
-_Q = r"'(?:[^'\n]|'')*'" + r'|"(?:[^"\\\n]|\\.)*"'
-_FLOW1 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]|{_Q})*[\]}}]"""
-_FLOW2 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]|{_Q}|{_FLOW1})*[\]}}]"""
+# Runs of ordinary characters are taken whole and never given back (`++`, `*+`): what
+# follows a run (a quote, a bracket) cannot be part of one, so no match is lost, and
+# the engine does not step and backtrack through a long flow line one character a time.
+_Q = r"'(?:[^'\n]++|'')*+'" + r'|"(?:[^"\\\n]++|\\.)*+"'
+_FLOW1 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]++|{_Q})*+[\]}}]"""
+_FLOW2 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]++|{_Q}|{_FLOW1})*+[\]}}]"""
 _SIMPLE = re.compile(
     r"( *)(- +|-(?= *$))?(?:([A-Za-z_][A-Za-z0-9_./-]*)(: +|:$))?"
     rf"""([A-Za-z0-9_./][^#:'"{{}}\[\]\t\r\n]*?|{_Q}|{_FLOW2})?( *)(#.*)?"""
@@ -207,6 +211,10 @@ class _Child:
     end: int = 0
 
 
+# Entries leaving a mapping, by key and `exact_text` of their value (`_Editor._leaving`),
+# with the column of the mapping they leave.
+_Entries = dict[tuple[str, bytes | str], tuple[_Child, int]]
+
 _MISSING = object()
 
 
@@ -243,22 +251,33 @@ class _Tree:
     def _map(self, col: int, value: Any, *, compact: bool) -> _Node:
         if not isinstance(value, dict):
             raise _Unsure("a mapping whose value is not one")
-        node = _Node("map", col, self.content[self.pos], compact=compact, value=value)
+        content, tokens, pos = self.content, self._next, self.pos
+        node = _Node("map", col, content[pos], compact=compact, value=value)
         self.donors.setdefault((True, len(value)), []).append(node)
+        children = node.children
         keys = iter(value)
-        while (token := self._next[self.pos]).indent >= 0:
-            first = compact and not node.children
-            if not first and (token.dash or token.indent < col):
-                break
-            if (not first and token.indent > col) or token.key is None:
+        first = compact  # a compact mapping's first key follows its item's dash
+        while (token := tokens[pos]).indent >= 0:
+            if not first:
+                if token.dash or token.indent < col:
+                    break
+                if token.indent > col:
+                    raise _Unsure("a line that is not an entry of its mapping")
+            first = False
+            key = token.key
+            if key is None:
                 raise _Unsure("a line that is not an entry of its mapping")
-            if next(keys, _MISSING) != token.key:
+            if next(keys, _MISSING) != key:
                 raise _Unsure("keys differ from the value's")
-            line = self.content[self.pos]
-            self.pos += 1
-            child = self._entry_value(token, line, col, value[token.key])
-            node.children.append(_Child(token.key, line, child))
-            node.children[-1].end = node.end = self.content[self.pos - 1] + 1
+            line = content[pos]
+            self.pos = pos + 1
+            if token.value is not None:
+                child = self._inline(token.value[0], line, value[key])
+            else:
+                child = self._entry_value(token, line, col, value[key])
+            pos = self.pos
+            node.end = content[pos - 1] + 1
+            children.append(_Child(key, line, child, node.end))
         if next(keys, _MISSING) is not _MISSING:
             raise _Unsure("keys differ from the value's")
         return node
@@ -318,9 +337,29 @@ def _null(col: int, line: int, value: Any) -> _Node:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal, key order included, with 1, 1.0 and True told apart (as ruamel's nodes
-    keep them apart): `==` first, which fails fast on most pairs, then `repr`."""
+    keep them apart): `==` first, which fails fast on most pairs, then `exact_text`."""
     return type(a) is type(b) and a == b and (
-        not isinstance(a, dict | list) or repr(a) == repr(b))
+        not isinstance(a, dict | list) or exact_text(a) == exact_text(b))
+
+
+_EXACT = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+          | orjson.OPT_PASSTHROUGH_DATACLASS)
+
+
+def exact_text(value: Any) -> bytes | str:
+    """A text that tells values (what a YAML or JSON reader gives) apart exactly, as
+    `repr` does: equal texts, equal values with the same key order and types.
+
+    orjson's JSON (bytes), many times faster than `repr`, keeps key order and writes 1,
+    1.0 and true apart; `repr` (a str, never equal to bytes) where JSON is not exact: a
+    key that is not a string, an integer past 64 bits, a date or a subclass (orjson
+    would write a plain string or value), and any `null`, which orjson also writes for
+    NaN and the infinities (a "null" inside a string falls back too: only slower)."""
+    try:
+        text = orjson.dumps(value, option=_EXACT)
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+    return repr(value) if b"null" in text else text
 
 
 def _canonical(value: Any) -> str:
@@ -404,7 +443,7 @@ class _Editor:
         return [first] + [_shift(line, delta) for line in self.lines[start + 1 : end]]
 
     # -- fresh values, written at a column --
-    def fresh(self, value: Any, col: int, entries: dict[tuple[str, str], tuple[_Child, int]]
+    def fresh(self, value: Any, col: int, entries: _Entries
               ) -> tuple[str | None, list[str]]:
         """`value` as one-line text, or as lines whose first content starts at `col`."""
         donor = self.donor(value)
@@ -415,7 +454,7 @@ class _Editor:
         if isinstance(value, dict) and value:
             out: list[str] = []
             for key, item in value.items():
-                found = entries.get((key, repr(item))) if entries else None
+                found = entries.get((key, exact_text(item))) if entries else None
                 if found is not None:
                     child, old_col = found
                     out += self.copy_span(child.line, child.end, old_col, col)
@@ -502,19 +541,19 @@ class _Editor:
         out += mine
 
     def _leaving(self, node: _Node, new: dict[str, Any]
-                 ) -> dict[tuple[str, str], tuple[_Child, int]]:
+                 ) -> _Entries:
         """Entries that leave mapping `node` (and those of a mapping that leaves), by key
         and value: a new mapping here takes their lines, comments and all (v1beta1's flat
         request fields moving into v1's `exactly:`, and back)."""
-        entries: dict[tuple[str, str], tuple[_Child, int]] = {}
+        entries: _Entries = {}
         for child in node.children:
             if child.key in new:
                 continue
             assert child.key is not None
-            entries[(child.key, repr(child.node.value))] = (child, node.col)
+            entries[(child.key, exact_text(child.node.value))] = (child, node.col)
             for grand in child.node.children if child.node.kind == "map" else []:
                 assert grand.key is not None
-                entries.setdefault((grand.key, repr(grand.node.value)),
+                entries.setdefault((grand.key, exact_text(grand.node.value)),
                                    (grand, child.node.col))
         return entries
 
