@@ -305,12 +305,17 @@ def plain_copy(value: Any) -> Any:
 
 def _omit_empty_lists(value: dict[str, Any], key: str = "") -> dict[str, Any]:
     """Mapping `value` without the empty `omitempty` lists the apiserver's JSON encoder
-    drops, reference lists included (`requests` anywhere but under `devices`).
+    drops, reference lists included (`requests` anywhere but under `devices`); opaque
+    `parameters` are left whole.
 
     `value` is left as it is: a container with nothing to drop below it is returned
     itself (shared), others are copied; scalars are never passed to a call."""
     changes: dict[str, Any] | None = None
     for k, v in value.items():
+        if k == "parameters":
+            # `opaque.parameters` is a runtime.RawExtension: the driver's bytes, kept as
+            # sent (the apiserver's encoder never looks inside them).
+            continue
         if isinstance(v, dict):
             new: Any = _omit_empty_lists(v, k)
         elif isinstance(v, list):

@@ -383,3 +383,18 @@ def test_parallel_of_a_document_without_first_available_is_unchanged() -> None:
     doc = claim("v1", [NIC, {**NIC, "name": "nic2"}])
     conversion = convert_document(doc, "parallel")
     assert conversion.lossless and conversion.document == doc
+
+
+OPAQUE = {"driver": "gpu.example.com",
+          "parameters": {"selectors": [], "requests": [], "keep": {"config": []}}}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_opaque_parameters_keep_their_empty_lists(target: str) -> None:
+    """Opaque parameters are the driver's (a RawExtension): empty lists inside them stay,
+    whatever the apiserver's encoder drops from the claim's own fields."""
+    doc = claim("v1beta1", [{"name": "gpu", "deviceClassName": "gpu.example.com"}],
+                config=[{"requests": ["gpu"], "opaque": OPAQUE}])
+    out = convert_document(doc, target).document
+    assert out is not None
+    assert out["spec"]["devices"]["config"] == [{"requests": ["gpu"], "opaque": OPAQUE}]
