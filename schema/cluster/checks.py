@@ -88,16 +88,79 @@ def check_internal(internal: Mapping[str, Any], kind: str, facts: ClusterFacts,
     spec_path = _TEMPLATE_CLAIM_SPEC if kind == "ResourceClaimTemplate" else _CLAIM_SPEC
     meta = internal.get("metadata") or {}
     namespace = str(meta.get("namespace") or options.default_namespace or "default")
+    snapshot = facts.snapshot()
+    key = _quiet_key(devices, namespace, options)
+    if key is not None and snapshot.cache.get(key) is True:
+        return EMPTY_VERDICT  # this snapshot found nothing in a claim asking the same
+    found = list(_Scope(snapshot, namespace, options).findings(devices,
+                                                               spec_path.child("devices")))
+    if not found:
+        if key is not None:
+            _remember(snapshot.cache, key, True, _strings(key[-1]))
+        return EMPTY_VERDICT
     ignored = ignored_codes(meta)
-    scope = _Scope(facts.snapshot(), namespace, options)
     denials: list[Advice] = []
     warnings: list[Advice] = []
-    for item in scope.findings(devices, spec_path.child("devices")):
+    for item in found:
         level = settings.level(item.code)
         if level == "off" or item.code in ignored:
             continue
         (denials if level == "deny" else warnings).append(item)
     return ClusterVerdict(tuple(denials), tuple(warnings))
+
+
+def _quiet_key(devices: dict[str, Any], namespace: str,
+               options: Options) -> tuple[Any, ...] | None:
+    """What the checks read of a claim, without its names: the key under which a snapshot
+    remembers that such a claim has no finding (None: requests not a list, no memo).
+
+    Findings depend on each alternative's class, selectors, count and allocation mode,
+    each request's admin access, the namespace and the release's admin-access rule, never
+    on request names (they only appear in messages, and a claim with no finding has none).
+    Claims from many templates share classes and selectors, so reviews of distinct
+    claims mostly come down to building this key (issue 20); a claim with findings runs
+    the checks each time. The key keeps every position (request, alternative, selector)
+    and every value the checks tell apart: two claims under one key get the same answer.
+    """
+    requests = devices.get("requests") or []
+    if not isinstance(requests, list):
+        return None
+    shape: list[Any] = []
+    for request in requests:
+        if not isinstance(request, dict):
+            shape.append(None)
+            continue
+        listed = request.get("firstAvailable")
+        subs = (tuple(_alternative_key(a) if isinstance(a, dict) else None for a in listed)
+                if isinstance(listed, list) and listed else None)
+        exactly = request.get("exactly")
+        shape.append((subs, _alternative_key(exactly), exactly.get("adminAccess") is True)
+                     if isinstance(exactly, dict) else (subs, None, False))
+    release = options.release
+    return ("quiet", namespace, release.admin_access, release.admin_access_label, tuple(shape))
+
+
+def _alternative_key(alternative: dict[str, Any]) -> tuple[Any, ...]:
+    # As `_alternative`, `_unsatisfiable` and quota's `claim_charge` read them: the class
+    # (formatted into a quota resource name whatever its type: a non-string is kept with
+    # its type), the selectors' expressions, `All` or not, the count (an int, a bool, or
+    # anything else, which all count as 1).
+    device_class = alternative.get("deviceClassName", "")
+    count = alternative.get("count", 1)
+    return (device_class if type(device_class) is str
+            else (type(device_class).__name__, repr(device_class)),
+            tuple(_expressions(alternative)),
+            alternative.get("allocationMode") == "All",
+            count if type(count) is int else ("bool", count) if isinstance(count, bool) else None)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings in a nested key (its size for the snapshot's byte budget)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple):
+        for part in value:
+            yield from _strings(part)
 
 
 # An alternative as the checks see it: where (path segments: a FieldPath is made only for

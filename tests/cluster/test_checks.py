@@ -287,3 +287,50 @@ def test_malformed_claims_give_nothing(devices: dict[str, Any]) -> None:
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
              "metadata": {"name": "c", "namespace": "team"}, "spec": {"devices": devices}}
     assert found(claim) == []
+
+
+def mutated(mutation: Mutation) -> dict[str, Any]:
+    claim = baseline()
+    mutation(claim)
+    claim["spec"]["devices"]["requests"][0]["firstAvailable"] = [
+        {k: v for k, v in a.items() if v is not None}
+        for a in claim["spec"]["devices"]["requests"][0]["firstAvailable"]]
+    return claim
+
+
+def renamed(claim: dict[str, Any], tag: str) -> dict[str, Any]:
+    out = copy.deepcopy(claim)
+    for request in out["spec"]["devices"]["requests"]:
+        request["name"] = f"{request['name']}-{tag}"
+        for sub in request.get("firstAvailable") or []:
+            sub["name"] = f"{sub['name']}-{tag}"
+    return out
+
+
+def test_quiet_claims_are_remembered_without_their_names() -> None:
+    """A snapshot remembers that a claim had no finding under what the checks read of it,
+    names left out: a claim differing only in names is answered from that, while every
+    case, checked after all the others on the same snapshot, still finds what it finds on
+    fresh facts (messages included)."""
+    shared = facts()
+    for _ in range(2):
+        for case in CASES:
+            mutation, expected = case.values
+            claim = mutated(mutation)
+            assert found(claim, facts=shared) == sorted(expected)
+            fresh = check_object(claim, facts(), CheckSettings(), options=OPTIONS)
+            assert check_object(claim, shared, CheckSettings(), options=OPTIONS) == fresh
+    cache = shared.snapshot().cache
+    size = len(cache)
+    for tag in ("a", "b"):
+        assert found(renamed(baseline(), tag), facts=shared) == []
+    assert len(cache) == size  # answered from the remembered key: nothing new kept
+    admin = mutated(lambda c: (alt(0, count=1)(c), add_request(
+        {"name": "adm", "exactly": {"deviceClassName": GPU, "adminAccess": True}})(c)))
+    assert found(admin, facts=shared) == []  # in `ops`, labelled: quiet
+    namespace("team")(admin)  # the same requests where the label is missing
+    assert found(admin, facts=shared) == [("admin-access-namespace",
+                                           "spec.devices.requests[1].adminAccess")]
+    named = renamed(mutated(alt(0, deviceClassName="a100.example.com")), "c")
+    message = check_object(named, shared, CheckSettings(), options=OPTIONS).warnings[0].message
+    assert message.startswith("request gpu-c/two-c: device class a100.example.com")
