@@ -383,8 +383,15 @@ _ENTRY_BYTES = 256  # an entry's dict slot, tuple and value beside its text
 _BYTES = ("bytes",)
 
 
+# The outcomes of selectors on device kinds (`_Snapshot.matched`), kept across snapshots:
+# up to one per kind (facts.MAX_KINDS of them) for each selector set in use.
+_MATCHED_MAX = 65_536
+_MATCHED_BYTES = 16 * 1024 * 1024
+
+
 def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any,
-              text: Iterable[str] = ()) -> None:
+              text: Iterable[str] = (), *, entries: int = _CACHE_MAX,
+              budget: int = _CACHE_BYTES) -> None:
     """Keep `value` in a snapshot's cache, starting it again when full (count or bytes)."""
     size = _ENTRY_BYTES + sum(len(t) for t in text)
     for part in key:
@@ -393,7 +400,7 @@ def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any,
         elif isinstance(part, tuple):
             size += sum(len(e) for e in part if isinstance(e, str))
     used: int = cache.get(_BYTES, 0)
-    if len(cache) >= _CACHE_MAX or used + size > _CACHE_BYTES:
+    if len(cache) >= entries or used + size > budget:
         cache.clear()  # distinct selectors without end: start again
         used = 0
     cache[key] = value
@@ -408,9 +415,25 @@ def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str
         kinds: frozenset[DeviceKind] | None = None
         if expressions:
             kinds = frozenset(k for k in kinds_of_class(snapshot, device_class)
-                              if k.matches(expressions))
+                              if _matches(snapshot, k, expressions))
         found = offer(snapshot, kinds, device_class)
         _remember(snapshot.cache, key, found)
+    return found
+
+
+def _matches(snapshot: _Snapshot, kind: DeviceKind, expressions: tuple[str, ...]) -> bool:
+    """`kind.matches(expressions)`, evaluated once while the kind lives (not per snapshot).
+
+    The signature is what a selector can see of the kind (a coarse kind's names its
+    driver; its allow-multiple flag is in the key), so equal keys give equal outcomes.
+    """
+    if not kind.signature:  # not made by the facts' writer: no key to keep it under
+        return kind.matches(expressions)
+    key = (kind.signature, kind.allow_multiple, expressions)
+    found: bool | None = snapshot.matched.get(key)
+    if found is None:
+        found = kind.matches(expressions)
+        _remember(snapshot.matched, key, found, entries=_MATCHED_MAX, budget=_MATCHED_BYTES)
     return found
 
 

@@ -157,6 +157,11 @@ class _Snapshot:
     loaded: frozenset[str]
     inexact_classes: frozenset[str] = frozenset()  # classes coarse kinds were not evaluated for
     cache: dict[Any, Any] = field(default_factory=dict, compare=False)  # derived values
+    # Whether a device kind matches some selectors, by (kind signature, allow multiple,
+    # expressions): what a selector sees of a kind does not depend on the rest of the
+    # view, so each snapshot hands this on to the next (`ClusterFacts._matched`), and a
+    # slice event does not make every kind be evaluated again. Readers bound it (checks).
+    matched: dict[Any, Any] = field(default_factory=dict, compare=False)
 
 
 _EMPTY_PROFILE: Profile = frozenset()
@@ -203,6 +208,7 @@ class ClusterFacts:
         self._coarse = 0  # how many kinds are coarse
         self._inexact: set[str] = set()  # classes changed while coarse kinds existed
         self._class_changes = 0  # counts updates that changed the classes (see `StagedList`)
+        self._matched: dict[Any, Any] = {}  # every snapshot's `matched`
 
     # --- readers ------------------------------------------------------------------
 
@@ -626,6 +632,7 @@ class _Writer:
                       if "problems" in self.touched else old.problems),
             loaded=frozenset(facts._loaded),
             inexact_classes=frozenset(facts._inexact),
+            matched=facts._matched,
         )
 
 

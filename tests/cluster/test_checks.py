@@ -334,3 +334,25 @@ def test_quiet_claims_are_remembered_without_their_names() -> None:
     named = renamed(mutated(alt(0, deviceClassName="a100.example.com")), "c")
     message = check_object(named, shared, CheckSettings(), options=OPTIONS).warnings[0].message
     assert message.startswith("request gpu-c/two-c: device class a100.example.com")
+
+
+def test_selector_outcomes_outlive_a_snapshot() -> None:
+    """What a selector makes of a device kind is kept across snapshots (a slice event does
+    not have every kind evaluated again), and the checks still follow the devices: node-b's
+    H100s turned into B200s leave the `model == "h100"` alternative unsatisfiable."""
+    shared = facts()
+    matched = shared.snapshot().matched
+    assert found(baseline(), facts=shared) == []
+    assert matched  # the outcomes of the selector on the GPU kinds
+    node_b = next(o for o in OBJECTS if o["metadata"]["name"] == "node-b-gpu")
+    b200 = copy.deepcopy(node_b)
+    for device in b200["spec"]["devices"]:
+        device["attributes"]["model"] = {"string": "b200"}
+    shared.apply("ResourceSlice", "MODIFIED", b200)
+    assert shared.snapshot().matched is matched
+    expected = [("alternative-unsatisfiable", ALT1)]
+    assert found(baseline(), facts=shared) == expected
+    others = [b200 if o is node_b else o for o in OBJECTS]
+    assert found(baseline(), facts=facts_from_objects(others)) == expected
+    shared.apply("ResourceSlice", "MODIFIED", node_b)
+    assert found(baseline(), facts=shared) == []
