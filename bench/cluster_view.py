@@ -1,7 +1,7 @@
 """Benchmark: review cost with the cluster view loaded (issue 20) against the same review without.
 
     .venv/bin/python bench/cluster_view.py [--nodes 5000] [--devices 8] [--reviews 2000]
-                                           [--rounds 5] [--json]
+                                           [--rounds 5] [--json] [--checks-only]
 
 Builds a `ClusterFacts` as the webhook's view holds it after the first lists: one
 ResourceSlice per node with `--devices` GPUs (attributes and capacity), the DeviceClasses
@@ -12,7 +12,11 @@ that view (the webhook's `ClusterChecks`, which keeps a verdict per template, na
 and view generation), and once running `check_object` on every review (claims that each
 have their own spec), alternating in `--rounds` rounds; then `--reviews` claims that each
 have a spec of their own (as bench/serve_compare.py sends) without and with the view; it reports the median CPU time
-per review (process time: other load on the machine counts little) and the ratio. Also the view's
+per review (process time: other load on the machine counts little), the ratio and the
+difference per review; then the cluster checks alone (`check_internal` on the prepared
+distinct claims, as the webhook calls them), per claim, and the first check after a
+ResourceSlice event (a new snapshot). `--checks-only` measures these two alone (quick at
+50,000 nodes). Also the view's
 load time (`replace` of every slice) and its memory per 1,000 nodes (tracemalloc, the
 objects the facts keep after the JSON they were read from is dropped).
 
@@ -31,8 +35,11 @@ import time
 import tracemalloc
 from typing import Any
 
-from draguard.schema.cluster.checks import DEFAULT_SETTINGS, check_object
+from draguard.schema.cluster.checks import DEFAULT_SETTINGS, check_internal, check_object
 from draguard.schema.cluster.facts import ClusterFacts
+from draguard.schema.model.options import Options
+from draguard.schema.model.shapes import identify
+from draguard.schema.validate import prepare
 from draguard.webhook.app import ClusterChecks
 from draguard.webhook.review import Review, RuleSet, answer_validate
 
@@ -151,6 +158,45 @@ def per_distinct_review(rules: RuleSet, claims: list[dict[str, Any]]) -> float:
     return (time.process_time() - started) / len(claims)
 
 
+def per_check(facts: ClusterFacts, claims: list[dict[str, Any]]) -> float:
+    """CPU seconds per claim of the cluster checks alone, on claims prepared beforehand
+    (the rule set's `Verdict.internal`, which the webhook hands to `check_internal`)."""
+    options = Options(default_namespace="team-a")
+    prepared = []
+    for claim in claims:
+        doc_type = identify(claim)
+        assert doc_type is not None
+        prepared.append(prepare(dict(claim), doc_type, options).document)
+    started = time.process_time()
+    for document in prepared:
+        check_internal(document, "ResourceClaim", facts, DEFAULT_SETTINGS, options=options)
+    return (time.process_time() - started) / len(prepared)
+
+
+def checks_alone(facts: ClusterFacts, reviews: int, rounds: int) -> float:
+    """Median CPU seconds per distinct claim of `check_internal` (fresh claims each round)."""
+    per_check(facts, distinct_claims(min(reviews, 200), "warm"))
+    return statistics.median(per_check(facts, distinct_claims(reviews, f"c{r}"))
+                             for r in range(rounds))
+
+
+def after_update(facts: ClusterFacts, nodes: int, devices: int, updates: int) -> float:
+    """Median CPU seconds of the first check after a slice event (a new snapshot, whose
+    per-snapshot results start empty): what a review pays once per view update."""
+    options = Options(default_namespace="team-a")
+    claim = distinct_claims(1, "u")[0]
+    doc_type = identify(claim)
+    assert doc_type is not None
+    document = prepare(dict(claim), doc_type, options).document
+    times = []
+    for k in range(updates):
+        facts.apply("ResourceSlice", "MODIFIED", slice_for(k % nodes, devices))
+        started = time.process_time()
+        check_internal(document, "ResourceClaim", facts, DEFAULT_SETTINGS, options=options)
+        times.append(time.process_time() - started)
+    return statistics.median(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -158,9 +204,20 @@ def main() -> int:
     parser.add_argument("--reviews", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--checks-only", action="store_true",
+                        help="only the cluster checks' CPU per distinct claim")
     args = parser.parse_args()
 
     facts, load_seconds = load_facts(args.nodes, args.devices)
+    if args.checks_only:
+        figures = {"nodes": args.nodes,
+                   "checks_us_per_distinct_claim": round(
+                       checks_alone(facts, args.reviews, args.rounds) * 1e6, 1),
+                   "checks_us_first_after_update": round(
+                       after_update(facts, args.nodes, args.devices, 50) * 1e6, 1)}
+        print(json.dumps(figures) if args.json
+              else "\n".join(f"{key}: {value}" for key, value in figures.items()))
+        return 0
     # The webhook's own checks over a loaded view that stays current (no updates).
     judge = ClusterChecks(LoadedView(), facts, lambda: DEFAULT_SETTINGS)
     plain, viewed = RuleSet(), RuleSet(cluster=judge)
@@ -191,6 +248,13 @@ def main() -> int:
         "distinct_review_us_with_view": round(statistics.median(distinct_with) * 1e6, 1),
         "distinct_ratio": round(statistics.median(distinct_with)
                                 / statistics.median(distinct_without), 3),
+        # What the view adds to a distinct claim's review, and the checks alone.
+        "distinct_difference_us": round((statistics.median(distinct_with)
+                                         - statistics.median(distinct_without)) * 1e6, 1),
+        "checks_us_per_distinct_claim": round(checks_alone(facts, args.reviews,
+                                                           args.rounds) * 1e6, 1),
+        "checks_us_first_after_update": round(after_update(facts, args.nodes, args.devices,
+                                                           50) * 1e6, 1),
         "view_load_seconds": round(load_seconds, 2),
         "view_mib_per_1000_nodes": round(memory_per_thousand(min(args.nodes, 2000),
                                                              args.devices), 2),

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from flask import Flask
 
 from draguard.schema.cluster.checks import (
-    CLUSTER_CODES,
     DEFAULT_SETTINGS,
     EMPTY_VERDICT,
     CheckSettings,
@@ -185,7 +184,7 @@ class ClusterChecks:
     def __call__(self, obj: dict[str, Any], options: Options,
                  verdict: Verdict) -> ClusterVerdict:
         current = self.settings()
-        if all(current.level(code) == "off" for code in CLUSTER_CODES):
+        if current.every_off:
             return EMPTY_VERDICT
         age = self.view.oldest_age()
         if age is None or age > current.stale_after_seconds:

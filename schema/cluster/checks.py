@@ -88,16 +88,79 @@ def check_internal(internal: Mapping[str, Any], kind: str, facts: ClusterFacts,
     spec_path = _TEMPLATE_CLAIM_SPEC if kind == "ResourceClaimTemplate" else _CLAIM_SPEC
     meta = internal.get("metadata") or {}
     namespace = str(meta.get("namespace") or options.default_namespace or "default")
+    snapshot = facts.snapshot()
+    key = _quiet_key(devices, namespace, options)
+    if key is not None and snapshot.cache.get(key) is True:
+        return EMPTY_VERDICT  # this snapshot found nothing in a claim asking the same
+    found = list(_Scope(snapshot, namespace, options).findings(devices,
+                                                               spec_path.child("devices")))
+    if not found:
+        if key is not None:
+            _remember(snapshot.cache, key, True, _strings(key[-1]))
+        return EMPTY_VERDICT
     ignored = ignored_codes(meta)
-    scope = _Scope(facts.snapshot(), namespace, options)
     denials: list[Advice] = []
     warnings: list[Advice] = []
-    for item in scope.findings(devices, spec_path.child("devices")):
+    for item in found:
         level = settings.level(item.code)
         if level == "off" or item.code in ignored:
             continue
         (denials if level == "deny" else warnings).append(item)
     return ClusterVerdict(tuple(denials), tuple(warnings))
+
+
+def _quiet_key(devices: dict[str, Any], namespace: str,
+               options: Options) -> tuple[Any, ...] | None:
+    """What the checks read of a claim, without its names: the key under which a snapshot
+    remembers that such a claim has no finding (None: requests not a list, no memo).
+
+    Findings depend on each alternative's class, selectors, count and allocation mode,
+    each request's admin access, the namespace and the release's admin-access rule, never
+    on request names (they only appear in messages, and a claim with no finding has none).
+    Claims from many templates share classes and selectors, so reviews of distinct
+    claims mostly come down to building this key (issue 20); a claim with findings runs
+    the checks each time. The key keeps every position (request, alternative, selector)
+    and every value the checks tell apart: two claims under one key get the same answer.
+    """
+    requests = devices.get("requests") or []
+    if not isinstance(requests, list):
+        return None
+    shape: list[Any] = []
+    for request in requests:
+        if not isinstance(request, dict):
+            shape.append(None)
+            continue
+        listed = request.get("firstAvailable")
+        subs = (tuple(_alternative_key(a) if isinstance(a, dict) else None for a in listed)
+                if isinstance(listed, list) and listed else None)
+        exactly = request.get("exactly")
+        shape.append((subs, _alternative_key(exactly), exactly.get("adminAccess") is True)
+                     if isinstance(exactly, dict) else (subs, None, False))
+    release = options.release
+    return ("quiet", namespace, release.admin_access, release.admin_access_label, tuple(shape))
+
+
+def _alternative_key(alternative: dict[str, Any]) -> tuple[Any, ...]:
+    # As `_alternative`, `_unsatisfiable` and quota's `claim_charge` read them: the class
+    # (formatted into a quota resource name whatever its type: a non-string is kept with
+    # its type), the selectors' expressions, `All` or not, the count (an int, a bool, or
+    # anything else, which all count as 1).
+    device_class = alternative.get("deviceClassName", "")
+    count = alternative.get("count", 1)
+    return (device_class if type(device_class) is str
+            else (type(device_class).__name__, repr(device_class)),
+            tuple(_expressions(alternative)),
+            alternative.get("allocationMode") == "All",
+            count if type(count) is int else ("bool", count) if isinstance(count, bool) else None)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings in a nested key (its size for the snapshot's byte budget)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple):
+        for part in value:
+            yield from _strings(part)
 
 
 # An alternative as the checks see it: where (path segments: a FieldPath is made only for
@@ -320,8 +383,15 @@ _ENTRY_BYTES = 256  # an entry's dict slot, tuple and value beside its text
 _BYTES = ("bytes",)
 
 
+# The outcomes of selectors on device kinds (`_Snapshot.matched`), kept across snapshots:
+# up to one per kind (facts.MAX_KINDS of them) for each selector set in use.
+_MATCHED_MAX = 65_536
+_MATCHED_BYTES = 16 * 1024 * 1024
+
+
 def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any,
-              text: Iterable[str] = ()) -> None:
+              text: Iterable[str] = (), *, entries: int = _CACHE_MAX,
+              budget: int = _CACHE_BYTES) -> None:
     """Keep `value` in a snapshot's cache, starting it again when full (count or bytes)."""
     size = _ENTRY_BYTES + sum(len(t) for t in text)
     for part in key:
@@ -330,7 +400,7 @@ def _remember(cache: dict[Any, Any], key: tuple[Any, ...], value: Any,
         elif isinstance(part, tuple):
             size += sum(len(e) for e in part if isinstance(e, str))
     used: int = cache.get(_BYTES, 0)
-    if len(cache) >= _CACHE_MAX or used + size > _CACHE_BYTES:
+    if len(cache) >= entries or used + size > budget:
         cache.clear()  # distinct selectors without end: start again
         used = 0
     cache[key] = value
@@ -345,9 +415,25 @@ def _cached_offer(snapshot: _Snapshot, device_class: str, expressions: tuple[str
         kinds: frozenset[DeviceKind] | None = None
         if expressions:
             kinds = frozenset(k for k in kinds_of_class(snapshot, device_class)
-                              if k.matches(expressions))
+                              if _matches(snapshot, k, expressions))
         found = offer(snapshot, kinds, device_class)
         _remember(snapshot.cache, key, found)
+    return found
+
+
+def _matches(snapshot: _Snapshot, kind: DeviceKind, expressions: tuple[str, ...]) -> bool:
+    """`kind.matches(expressions)`, evaluated once while the kind lives (not per snapshot).
+
+    The signature is what a selector can see of the kind (a coarse kind's names its
+    driver; its allow-multiple flag is in the key), so equal keys give equal outcomes.
+    """
+    if not kind.signature:  # not made by the facts' writer: no key to keep it under
+        return kind.matches(expressions)
+    key = (kind.signature, kind.allow_multiple, expressions)
+    found: bool | None = snapshot.matched.get(key)
+    if found is None:
+        found = kind.matches(expressions)
+        _remember(snapshot.matched, key, found, entries=_MATCHED_MAX, budget=_MATCHED_BYTES)
     return found
 
 

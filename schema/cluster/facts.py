@@ -157,6 +157,11 @@ class _Snapshot:
     loaded: frozenset[str]
     inexact_classes: frozenset[str] = frozenset()  # classes coarse kinds were not evaluated for
     cache: dict[Any, Any] = field(default_factory=dict, compare=False)  # derived values
+    # Whether a device kind matches some selectors, by (kind signature, allow multiple,
+    # expressions): what a selector sees of a kind does not depend on the rest of the
+    # view, so each snapshot hands this on to the next (`ClusterFacts._matched`), and a
+    # slice event does not make every kind be evaluated again. Readers bound it (checks).
+    matched: dict[Any, Any] = field(default_factory=dict, compare=False)
 
 
 _EMPTY_PROFILE: Profile = frozenset()
@@ -164,21 +169,20 @@ _EMPTY = _Snapshot(MappingProxyType({}), MappingProxyType({}), MappingProxyType(
                    _EMPTY_PROFILE, MappingProxyType({}), MappingProxyType({}), (), frozenset())
 
 
-@dataclass(slots=True)
-class _SliceShare:
-    """One slice's contribution, kept to take it back out when the slice changes."""
+# One slice's contribution, kept to take it back out when the slice changes: its driver
+# and, per node key, (node key, (signature, count, signature, count, ...)). Flat, since a
+# 50,000-node view holds one of these per slice: two tuples for a one-node slice rather
+# than one per device kind (bench/RESULTS.md, issue 20). Plain tuples of strings and ints
+# (and `_nodes`' plain dicts of them), not objects: the cyclic collector stops tracking
+# such containers, so a full collection in a worker does not walk two objects per node.
+_SliceShare = tuple[str, tuple[tuple[str, tuple[str | int, ...]], ...]]
 
-    driver: str
-    # Per node key: (node key, (signature, count, signature, count, ...)). Flat, since a
-    # 50,000-node view holds one of these per slice: two tuples for a one-node slice
-    # rather than one per device kind (bench/RESULTS.md, issue 20).
-    devices: tuple[tuple[str, tuple[str | int, ...]], ...]
 
-    def entries(self) -> Iterator[tuple[str, str, int]]:
-        """(node key, signature, count) for each kind on each node."""
-        for node, flat in self.devices:
-            for k in range(0, len(flat), 2):
-                yield node, str(flat[k]), int(flat[k + 1])
+def _entries(share: _SliceShare) -> Iterator[tuple[str, str, int]]:
+    """(node key, signature, count) for each kind on each node of a slice's share."""
+    for node, flat in share[1]:
+        for k in range(0, len(flat), 2):
+            yield node, str(flat[k]), int(flat[k + 1])
 
 
 class ClusterFacts:
@@ -193,7 +197,7 @@ class ClusterFacts:
         self._kinds: dict[str, DeviceKind] = {}
         self._kind_refs: Counter[str] = Counter()
         self._names: dict[str, Counter[tuple[str, str, str, str]]] = {}  # driver → refs
-        self._nodes: dict[str, Counter[str]] = {}  # node key → signature → count
+        self._nodes: dict[str, dict[str, int]] = {}  # node key → signature → count
         self._profiles: Counter[Profile] = Counter()
         self._namespaces: dict[str, Mapping[str, str]] = {}
         self._quotas: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -203,6 +207,7 @@ class ClusterFacts:
         self._coarse = 0  # how many kinds are coarse
         self._inexact: set[str] = set()  # classes changed while coarse kinds existed
         self._class_changes = 0  # counts updates that changed the classes (see `StagedList`)
+        self._matched: dict[Any, Any] = {}  # every snapshot's `matched`
 
     # --- readers ------------------------------------------------------------------
 
@@ -440,9 +445,9 @@ class _Writer:
         share = self.facts._slices.pop(name, None)
         if share is None:
             return
-        for node, signature, count in share.entries():
+        for node, signature, count in _entries(share):
             self._count(node, signature, -count)
-            self._unref(share.driver, signature)
+            self._unref(share[0], signature)
 
     def _add_slice(self, found: Slice) -> None:
         counted: Counter[tuple[str, str]] = Counter()
@@ -473,10 +478,10 @@ class _Writer:
         for (node, signature), count in counted.items():
             per_node.setdefault(node, []).extend((signature, count))
         # The driver interned: one string for all its slices, not one per parsed slice.
-        share = _SliceShare(sys.intern(found.driver),
-                            tuple((node, tuple(flat)) for node, flat in per_node.items()))
+        share = (sys.intern(found.driver),
+                 tuple((node, tuple(flat)) for node, flat in per_node.items()))
         self.facts._slices[found.name] = share
-        for node, signature, count in share.entries():
+        for node, signature, count in _entries(share):
             self.facts._kind_refs[signature] += 1
             self._count(node, signature, count)
 
@@ -524,10 +529,10 @@ class _Writer:
             self.drivers.add(driver)
 
     def _count(self, node: str, signature: str, delta: int) -> None:
-        counts = self.facts._nodes.setdefault(node, Counter())
+        counts = self.facts._nodes.setdefault(node, {})
         if node != ANYWHERE:
             self._profile(counts, -1)
-        counts[signature] += delta
+        counts[signature] = counts.get(signature, 0) + delta
         if counts[signature] <= 0:
             del counts[signature]
         if node != ANYWHERE:
@@ -536,7 +541,7 @@ class _Writer:
             del self.facts._nodes[node]
         self.touched.add("profiles")
 
-    def _profile(self, counts: Counter[str], delta: int) -> None:
+    def _profile(self, counts: dict[str, int], delta: int) -> None:
         if not counts:
             return
         profile = self._make_profile(counts)
@@ -544,7 +549,7 @@ class _Writer:
         if self.facts._profiles[profile] <= 0:
             del self.facts._profiles[profile]
 
-    def _make_profile(self, counts: Counter[str]) -> Profile:
+    def _make_profile(self, counts: Mapping[str, int]) -> Profile:
         return frozenset((self.facts._kinds[s], n) for s, n in counts.items())
 
     def _intern(self, value: _T) -> _T:
@@ -626,6 +631,7 @@ class _Writer:
                       if "problems" in self.touched else old.problems),
             loaded=frozenset(facts._loaded),
             inexact_classes=frozenset(facts._inexact),
+            matched=facts._matched,
         )
 
 

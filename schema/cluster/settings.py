@@ -23,6 +23,13 @@ class CheckSettings:
 
     levels: Mapping[str, Level] = field(default_factory=dict)
     stale_after_seconds: float = 300
+    # Every check `off`: the webhook then skips the view for the review. Worked out once
+    # (the settings are read for every review), derived from `levels`.
+    every_off: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "every_off",
+                           all(self.level(code) == "off" for code in CLUSTER_CODES))
 
     def level(self, code: str) -> Level:
         return self.levels.get(code, "warn")

@@ -287,3 +287,72 @@ def test_malformed_claims_give_nothing(devices: dict[str, Any]) -> None:
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
              "metadata": {"name": "c", "namespace": "team"}, "spec": {"devices": devices}}
     assert found(claim) == []
+
+
+def mutated(mutation: Mutation) -> dict[str, Any]:
+    claim = baseline()
+    mutation(claim)
+    claim["spec"]["devices"]["requests"][0]["firstAvailable"] = [
+        {k: v for k, v in a.items() if v is not None}
+        for a in claim["spec"]["devices"]["requests"][0]["firstAvailable"]]
+    return claim
+
+
+def renamed(claim: dict[str, Any], tag: str) -> dict[str, Any]:
+    out = copy.deepcopy(claim)
+    for request in out["spec"]["devices"]["requests"]:
+        request["name"] = f"{request['name']}-{tag}"
+        for sub in request.get("firstAvailable") or []:
+            sub["name"] = f"{sub['name']}-{tag}"
+    return out
+
+
+def test_quiet_claims_are_remembered_without_their_names() -> None:
+    """A snapshot remembers that a claim had no finding under what the checks read of it,
+    names left out: a claim differing only in names is answered from that, while every
+    case, checked after all the others on the same snapshot, still finds what it finds on
+    fresh facts (messages included)."""
+    shared = facts()
+    for _ in range(2):
+        for case in CASES:
+            mutation, expected = case.values
+            claim = mutated(mutation)
+            assert found(claim, facts=shared) == sorted(expected)
+            fresh = check_object(claim, facts(), CheckSettings(), options=OPTIONS)
+            assert check_object(claim, shared, CheckSettings(), options=OPTIONS) == fresh
+    cache = shared.snapshot().cache
+    size = len(cache)
+    for tag in ("a", "b"):
+        assert found(renamed(baseline(), tag), facts=shared) == []
+    assert len(cache) == size  # answered from the remembered key: nothing new kept
+    admin = mutated(lambda c: (alt(0, count=1)(c), add_request(
+        {"name": "adm", "exactly": {"deviceClassName": GPU, "adminAccess": True}})(c)))
+    assert found(admin, facts=shared) == []  # in `ops`, labelled: quiet
+    namespace("team")(admin)  # the same requests where the label is missing
+    assert found(admin, facts=shared) == [("admin-access-namespace",
+                                           "spec.devices.requests[1].adminAccess")]
+    named = renamed(mutated(alt(0, deviceClassName="a100.example.com")), "c")
+    message = check_object(named, shared, CheckSettings(), options=OPTIONS).warnings[0].message
+    assert message.startswith("request gpu-c/two-c: device class a100.example.com")
+
+
+def test_selector_outcomes_outlive_a_snapshot() -> None:
+    """What a selector makes of a device kind is kept across snapshots (a slice event does
+    not have every kind evaluated again), and the checks still follow the devices: node-b's
+    H100s turned into B200s leave the `model == "h100"` alternative unsatisfiable."""
+    shared = facts()
+    matched = shared.snapshot().matched
+    assert found(baseline(), facts=shared) == []
+    assert matched  # the outcomes of the selector on the GPU kinds
+    node_b = next(o for o in OBJECTS if o["metadata"]["name"] == "node-b-gpu")
+    b200 = copy.deepcopy(node_b)
+    for device in b200["spec"]["devices"]:
+        device["attributes"]["model"] = {"string": "b200"}
+    shared.apply("ResourceSlice", "MODIFIED", b200)
+    assert shared.snapshot().matched is matched
+    expected = [("alternative-unsatisfiable", ALT1)]
+    assert found(baseline(), facts=shared) == expected
+    others = [b200 if o is node_b else o for o in OBJECTS]
+    assert found(baseline(), facts=facts_from_objects(others)) == expected
+    shared.apply("ResourceSlice", "MODIFIED", node_b)
+    assert found(baseline(), facts=shared) == []
