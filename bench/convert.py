@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `bench/convert.py` as a script: make `bench.*` importable
     sys.path.insert(0, str(ROOT))
 
-from bench.lint import INSTALLED_ENV  # noqa: E402
+from bench.installed import INSTALLED_ENV  # noqa: E402
 from draguard.schema.cli import convert as convert_cli  # noqa: E402
 from draguard.schema.cli.convert import convert_file  # noqa: E402
 from draguard.schema.convert import TARGETS, convert_document  # noqa: E402
@@ -133,7 +133,7 @@ def command_rate(args: list[str], documents: int) -> tuple[float, float]:
     wall-clock second."""
     draguard = str(Path(sys.executable).with_name("draguard"))
     before, start = os.times(), time.perf_counter()
-    # With bytecode as an installed draguard has it (bench/lint.py `installed_env`).
+    # With bytecode as an installed draguard has it (bench/installed.py).
     subprocess.run([draguard, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False, env=INSTALLED_ENV)
     after, wall = os.times(), time.perf_counter() - start

@@ -39,9 +39,14 @@ from typing import Any
 
 import yaml
 
-from draguard.schema.cluster.inventory import Inventory, add_objects, check_references
-from draguard.schema.explain import explain
-from draguard.schema.model.releases import release
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # `bench/explain.py` as a script: make `bench.*` importable
+    sys.path.insert(0, ROOT)
+
+from bench.installed import INSTALLED_ENV  # noqa: E402
+from draguard.schema.cluster.inventory import Inventory, add_objects, check_references  # noqa: E402
+from draguard.schema.explain import explain  # noqa: E402
+from draguard.schema.model.releases import release  # noqa: E402
 
 DRIVER = "gpu.example.com"
 SLICES_PER_POOL = 8
@@ -117,15 +122,6 @@ def write_input(objects: list[dict[str, Any]], folder: str, form: str) -> str:
     return path
 
 
-# The command's environment: Python's bytecode cached, as a user's install has it (pip
-# compiles it on install). Without the cache (PYTHONDONTWRITEBYTECODE, set on the
-# helpers' machines) every start compiles draguard's sources again, which no installed
-# draguard pays (the figure is in bench/RESULTS.md, issue 19).
-BYTECODE = os.path.join(tempfile.gettempdir(), "draguard-bench-explain-bytecode")
-CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-             "PYTHONPYCACHEPREFIX": BYTECODE}
-
-
 def warm_up(version: str) -> None:
     """One unmeasured run on a small cluster, which writes the bytecode cache."""
     with tempfile.TemporaryDirectory(prefix="draguard-bench-explain-") as folder:
@@ -149,7 +145,7 @@ def run_command(path: str, version: str) -> Run:
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", "draguard.webhook.cli.main", "explain",
-                                  "--kubernetes-version", version, path], env=CHILD_ENV,
+                                  "--kubernetes-version", version, path], env=INSTALLED_ENV,
                                  stdout=subprocess.DEVNULL, stderr=err)
         _, status, used = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start

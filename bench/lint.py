@@ -47,7 +47,12 @@ from typing import Any
 
 import yaml
 
-from draguard.schema.cli import lint as lint_cli
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # `bench/lint.py` as a script: make `bench.*` importable
+    sys.path.insert(0, ROOT)
+
+from bench.installed import INSTALLED_ENV  # noqa: E402
+from draguard.schema.cli import lint as lint_cli  # noqa: E402
 
 FILES = 20
 RATIO_TARGET = 100.0
@@ -307,19 +312,6 @@ class Run:
     code: int
 
 
-def installed_env() -> dict[str, str]:
-    """The children's environment: bytecode written once and reused, as an installed
-    draguard has it (`pip install` compiles). This machine sets PYTHONDONTWRITEBYTECODE,
-    which made every run compile each module of the editable tree again; the cache goes
-    to a folder of its own, not into the source tree (PYTHONPYCACHEPREFIX)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "draguard-bench-pycache")
-    return env
-
-
-INSTALLED_ENV = installed_env()
-
-
 def run_process(path: str) -> Run:
     """`draguard lint -o json PATH` as a process of its own: wall, CPU and peak memory."""
     command = [sys.executable, "-c", _CHILD, "lint", "-o", "json", path]
@@ -379,8 +371,7 @@ def style_figures(scale: float, repeat: int) -> list[StyleFigure]:
     """Every figure of issue 21's lint styles, each from whole `draguard lint` processes."""
     figures: list[StyleFigure] = []
     # The start as a user has it (bench/start.py): installed, bytecode compiled. Imported
-    # here: bench.start imports this module; the tree on the path for `bench/lint.py`.
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # here: bench.start imports this module.
     from bench.start import measure as measure_start
 
     start = measure_start(5, source=False)["cel"]
