@@ -134,3 +134,27 @@ def test_fix_unreadable_is_exit_2(tmp_path: Path, content: bytes) -> None:
 def test_fix_missing_file_is_exit_2(tmp_path: Path) -> None:
     """A missing file is exit 2, not a traceback."""
     assert main([str(tmp_path / "nope.yaml")]) == 2
+
+
+def test_jobs_give_the_bytes_of_one_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--jobs 2` (a pool for a large input) what is said, the exit code and the files
+    written are those of one process; a file the text path declines takes ruamel's way."""
+    many = "".join(f"---\n# document {i}\n" + TEMPLATE.replace("name: gpu ", f"name: g{i} ")
+                   for i in range(70))
+    files = {"a.yaml": many, "b.yaml": "key: [unclosed\n",
+             "c.yaml": TEMPLATE + "---\n# comments only\n---\n" + TEMPLATE, "d.yaml": many}
+    runs = []
+    for jobs in ("1", "2"):
+        folder = tmp_path / jobs
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        paths = [str(folder / name) for name in files] + [str(folder / "missing.yaml")]
+        dry = main(["--dry-run", "--jobs", jobs, *paths]), capsys.readouterr()
+        wet = main(["--jobs", jobs, *paths]), capsys.readouterr()
+        runs.append(repr((dry, wet, [(folder / name).read_text() for name in files]))
+                    .replace(f"/{jobs}/", "/"))
+    assert runs[0] == runs[1]
+    assert "gpu/big" in (tmp_path / "2" / "d.yaml").read_text()
