@@ -12,10 +12,13 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.cli.frame import add_feature_gates, parse_with_release, quiet
+from draguard.schema.cli.frame import add_feature_gates, add_jobs, parse_with_release, quiet
+from draguard.schema.model import pool
+from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
 
@@ -33,25 +36,48 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--kubernetes-version", default=DEFAULT_RELEASE.name, metavar="VERSION",
                         help="convert as this release does, e.g. 1.34 (default %(default)s)")
     add_feature_gates(parser)
+    add_jobs(parser)
     parsed = parse_with_release(parser, argv, "draguard roundtrip")
     if isinstance(parsed, int):
         return parsed
     args, options = parsed
     status = EXIT_OK
     reader = DocumentReader("draguard roundtrip")
-    for chunk, obj in reader.documents(args.paths):
-        for title, item in _objects(f"{chunk.file} document {chunk.index}", obj):
-            trips = round_trips(item, options=options)
-            if trips is None:
+    # Read first (what the reader says goes to stderr as it reads), then the trips of
+    # every object in `--jobs` processes (`pool.run`), their tables printed in order.
+    objects = [found for chunk, obj in reader.documents(args.paths)
+               for found in _objects(f"{chunk.file} document {chunk.index}", obj)]
+    try:
+        tables = pool.run(partial(_tables, options), objects,
+                          jobs=pool.jobs_for(args.jobs, len(objects)))
+        for table in tables:
+            if table is None:
                 continue
-            _say(render_table(title, trips))
-            if any(not t.lossless for t in trips) and status == EXIT_OK:
+            text, lossless = table
+            _say(text)
+            if not lossless and status == EXIT_OK:
                 status = EXIT_DIFFERENT
+    except pool.WorkerDied:  # a worker killed (out of memory, a crash in C code)
+        print("draguard roundtrip: a worker process died; try again without --jobs",
+              file=sys.stderr)
+        return EXIT_USAGE
     if reader.summary() is not None:
         print(reader.summary(), file=sys.stderr)
     if reader.failed:
         return EXIT_USAGE
     return status
+
+
+def _tables(
+    options: Options, objects: Sequence[tuple[str, Any]]
+) -> list[tuple[str, bool] | None]:
+    """Each object's table and whether every trip was lossless; None: not DRA."""
+    out: list[tuple[str, bool] | None] = []
+    for title, item in objects:
+        trips = round_trips(item, options=options)
+        out.append(None if trips is None else
+                   (render_table(title, trips), all(t.lossless for t in trips)))
+    return out
 
 
 def _say(text: str) -> None:
