@@ -58,7 +58,8 @@ def run(work: Work, items: Sequence[Any], *, jobs: int,
     input is small, else in `jobs` worker processes. `detach` makes an item fit to be
     pickled to a worker that did not fork. Raises `WorkerDied`."""
     if jobs <= 1 or len(items) < 2 * BATCH:
-        yield from work(items)
+        for item in items:  # one at a time: what a command prints comes as it goes
+            yield from work([item])
         return
     # Loaded only here: most runs are one process, and these imports cost a start.
     from concurrent.futures.process import BrokenProcessPool
