@@ -70,7 +70,8 @@ def fix_files(paths: Sequence[str], *, dry_run: bool = False, jobs: int | None =
     loaded = [None if path == sources.STDIN else sources.read_source(path) for path in paths]
     found = [located(s) if isinstance(s, sources.Source) else [] for s in loaded]
     chunks = [chunk for pieces in found for chunk, _ in pieces]
-    edits = pool.run(_fix_batch, chunks, jobs=pool.jobs_for(jobs, len(chunks)))
+    # All done before the first file is written: a worker that dies leaves every file as it was.
+    edits = iter(list(pool.run(_fix_batch, chunks, jobs=pool.jobs_for(jobs, len(chunks)))))
     status = EXIT_OK
     for path, source, pieces in zip(paths, loaded, found, strict=True):
         outcomes = [next(edits) for _ in pieces]

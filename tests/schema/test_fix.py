@@ -158,3 +158,28 @@ def test_jobs_give_the_bytes_of_one_process(
                     .replace(f"/{jobs}/", "/"))
     assert runs[0] == runs[1]
     assert "gpu/big" in (tmp_path / "2" / "d.yaml").read_text()
+
+
+def test_a_dead_worker_leaves_every_file_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed half-way: nothing written, exit 2, named on stderr."""
+    import os
+
+    from draguard.schema.cli import fix
+
+    parent, real = os.getpid(), fix._fix_chunk
+
+    def dying(chunk: object) -> object:
+        if os.getpid() != parent and getattr(chunk, "file", "").endswith("b.yaml"):
+            os._exit(9)
+        return real(chunk)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fix, "_fix_chunk", dying)
+    many = "---\n".join(TEMPLATE for _ in range(70))
+    paths = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    for path in paths:
+        path.write_text(many)
+    assert main(["--jobs", "2", *map(str, paths)]) == 2
+    assert "worker process died" in capsys.readouterr().err
+    assert all(path.read_text() == many for path in paths)
