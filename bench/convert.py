@@ -16,9 +16,12 @@ per document.
 of N v1beta1 documents (the typical claim, each named apart, a comment before each):
 `convert --to v1` (every document converted), `convert --to v1beta1` (nothing to
 convert), `fix` (every document rewritten) and `fix` again (nothing left), and
-`roundtrip`; documents per CPU second of the child process (start included), so that
-other processes on a shared machine count less. Targets (issue 21): convert and fix
-≥ 2,000 documents/s, roundtrip ≥ 1,000/s.
+`roundtrip`, each as a user runs it (`--jobs` left to the command: an input this large
+is spread over every usable core). The figure is documents per wall-clock second of the
+whole command (start included), judged against the targets (issue 21): convert and fix
+≥ 2,000 documents/s, roundtrip ≥ 1,000/s. Beside it, documents per CPU second of the
+command and its workers (user + system), which other processes on a shared machine
+move less.
 
 Target (issue 3): at least 5,000 objects/s on one core for every conversion of the
 typical claim. Exit status 0 when every conversion meets it, 1 otherwise.
@@ -129,8 +132,8 @@ def stream(documents: int) -> str:
 
 
 def command_rate(args: list[str], documents: int) -> tuple[float, float]:
-    """Documents per CPU second (user + system) of one whole `draguard` process, and per
-    wall-clock second."""
+    """Documents per CPU second (user + system) of one whole `draguard` process and the
+    workers it waited for, and per wall-clock second."""
     draguard = str(Path(sys.executable).with_name("draguard"))
     before, start = os.times(), time.perf_counter()
     # With bytecode as an installed draguard has it (bench/installed.py).
@@ -162,10 +165,10 @@ def commands(documents: int) -> int:
         command_rate(["roundtrip", str(warm)], 3)  # writes the bytecode the runs read
         met = True
         for title, args, target in runs:
-            per_second, wall = command_rate(args, documents)
-            met = met and per_second >= target
-            print(f"{title:34}{per_second:10,.0f} documents/CPU s "
-                  f"{wall:8,.0f}/wall s (target {target:,})")
+            per_cpu, per_wall = command_rate(args, documents)
+            met = met and per_wall >= target
+            print(f"{title:34}{per_wall:8,.0f} documents/s (target {target:,}) "
+                  f"{per_cpu:8,.0f}/CPU s")
         print("\nchanged YAML documents by path (text edit / ruamel round trip), in process:")
         print(f"  this stream, --to v1: {_paths([str(source)], 'v1')}")
     cases = Path(__file__).resolve().parents[1] / "tests" / "cases"

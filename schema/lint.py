@@ -15,17 +15,23 @@ at its nearest existing parent.
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from draguard.schema.advice.claims import Version, ignored_codes
 from draguard.schema.advice.workloads import POD_SPEC_PATHS, check_workload, index_claims
-from draguard.schema.model import errors
+from draguard.schema.model import errors, pool
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath, Segment
+from draguard.schema.model.pool import (  # re-exported: `draguard lint` names them here
+    AUTO_DOCUMENTS as AUTO_DOCUMENTS,
+)
+from draguard.schema.model.pool import WorkerDied as WorkerDied
+from draguard.schema.model.pool import auto_jobs as auto_jobs
+from draguard.schema.model.pool import usable_cores as usable_cores
 from draguard.schema.model.releases import KINDS
 from draguard.schema.model.shapes import json_type, unserved_version
 from draguard.schema.read import templates
@@ -58,19 +64,7 @@ if TYPE_CHECKING:
 Validator = Callable[..., Verdict]
 """`validate_object`'s signature: `(obj, *, options) -> Verdict`."""
 
-_BATCH = 64
-AUTO_DOCUMENTS = 1_000
-"""With `jobs=None`, inputs of at least this many documents are spread over every core
-the process may use: below it the pool's start (forking, the workers' first batches)
-costs more than a second core saves, and a pre-commit run on a few files stays one
-process (issue 21: start under 150 ms, at least 7,500 documents/s for large inputs)."""
-
-
 _TOP = FieldPath()  # where a document's own object sits (a List's items: `_item`)
-
-
-class WorkerDied(RuntimeError):
-    """A worker process of `run` died (killed for memory, a crash in C code)."""
 
 
 class _Located:
@@ -461,77 +455,17 @@ def _check_unit(
             gc.enable()
 
 
-def auto_jobs(documents: int) -> int:
-    """One process per usable core for a large input, else one (`AUTO_DOCUMENTS`)."""
-    return usable_cores() if documents >= AUTO_DOCUMENTS else 1
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity, as `os.process_cpu_count` of
-    Python 3.13 counts them: a container limited by cpuset gets its share, not the
-    machine's)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
 def _check_all(
     units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int
 ) -> Iterator[list[DocumentResult] | None]:
     """Each unit's results (`_check_unit`), in order."""
-    if jobs <= 1 or len(units) < 2 * _BATCH:
+    if jobs <= 1 or len(units) < 2 * pool.BATCH:
         for unit in units:
             yield _check_unit(unit, options, validate)
         return
-    # Loaded only here: most runs are one process, and these imports cost a start.
-    from concurrent.futures.process import BrokenProcessPool
-
-    try:
-        yield from _check_in_pool(units, options=options, validate=validate, jobs=jobs)
-    except BrokenProcessPool as exc:
-        raise WorkerDied(str(exc)) from exc
-
-
-def _check_in_pool(
-    units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int
-) -> Iterator[list[DocumentResult] | None]:
-    """`jobs` worker processes take batches of consecutive units; results in order.
-
-    This process only hands out and collects: when it checked batches too, its work held
-    the interpreter lock that the pool's own threads need to feed the workers, and the
-    workers waited (measured: more CPU time in all and no gain in wall time). With fork
-    a batch is sent as a range of indexes into the units the workers inherited, so that
-    no document text is copied through a pipe.
-    """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    global _inherited
-    # Eight batches a worker: few enough that handing them out costs little next to
-    # documents that are only skipped, enough that the workers end close together.
-    size = max(8, -(-len(units) // (jobs * 8)))
-    ranges = [(k, min(k + size, len(units))) for k in range(0, len(units), size)]
-    # fork: workers inherit the imported rule set (and an injected validator) for free.
-    # An executor rather than a Pool: a worker that dies raises instead of hanging.
-    forking = "fork" in multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if forking else None)
-    _inherited = units if forking else None
-    # Objects alive now are moved out of the collector's sight, so that its passes in
-    # the forked workers do not touch (and so copy) every inherited page (`gc.freeze`'s
-    # documented purpose); `unfreeze` gives them back afterwards.
-    gc.freeze()
-    try:
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
-                                 initargs=(options, validate)) as pool:
-            futures = [pool.submit(_check_range, k, end) if forking
-                       else pool.submit(_check_batch, [_detached(u) for u in units[k:end]])
-                       for k, end in ranges]
-            for future in futures:
-                for found in future.result():
-                    yield None if found is None else [_from_wire(w) for w in found]
-    finally:
-        _inherited = None
-        gc.unfreeze()
+    for found in pool.run(partial(_check_batch, options, validate), units, jobs=jobs,
+                          detach=_detached):
+        yield None if found is None else [_from_wire(w) for w in found]
 
 
 def _detached(unit: _Unit) -> _Unit:
@@ -612,18 +546,10 @@ def _item(j: int) -> FieldPath:
     return FieldPath(("items", j))
 
 
-_worker: tuple[Options, Validator] | None = None
-_inherited: Sequence[_Unit] | None = None  # the units of `_check_in_pool`, for its forks
-
-
-def _start_worker(options: Options, validate: Validator) -> None:
-    global _worker
-    _worker = (options, validate)
-
-
-def _check_batch(batch: Sequence[_Unit]) -> list[list[_Wire] | None]:
-    assert _worker is not None, "worker used before _start_worker"
-    options, validate = _worker
+def _check_batch(
+    options: Options, validate: Validator, batch: Sequence[_Unit]
+) -> list[list[_Wire] | None]:
+    """A batch of units checked in a worker (`pool.run`), its results as they cross back."""
     out: list[list[_Wire] | None] = []
     for unit in batch:
         found = _check_unit(unit, options, validate)
@@ -649,12 +575,6 @@ def _from_wire(wire: _Wire) -> DocumentResult:
     errors = tuple([Finding._make((FieldPath(f[0]), *f[1:])) for f in wire[6]])
     warnings = tuple([LintWarning._make((FieldPath(w[0]), *w[1:])) for w in wire[7]])
     return DocumentResult._make((*wire[:6], errors, warnings, *wire[8:]))
-
-
-def _check_range(start: int, end: int) -> list[list[_Wire] | None]:
-    """`_check_batch` of the inherited units `start:end` (a forked worker)."""
-    assert _inherited is not None, "a range sent to a worker that did not fork"
-    return _check_batch(_inherited[start:end])
 
 
 # --- the cluster-aware checks (issue 20; Namespaces among the inputs, issue 17) ---------

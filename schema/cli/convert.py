@@ -18,13 +18,16 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 from draguard.schema.cli.fix import _write_atomically
-from draguard.schema.cli.frame import add_feature_gates, parse_with_release, quiet
+from draguard.schema.cli.frame import add_feature_gates, add_jobs, parse_with_release, quiet
 from draguard.schema.convert import TARGETS, convert_document
+from draguard.schema.model import pool
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
+from draguard.schema.model.pool import WorkerDied
 from draguard.schema.model.releases import DEFAULT_RELEASE, KINDS
 from draguard.schema.read import templates
 from draguard.schema.read.duplicates import Duplicate
@@ -34,6 +37,7 @@ from draguard.schema.read.sources import (
     STDIN_NAME,
     Chunk,
     Parsed,
+    Source,
     Unreadable,
     expand_paths,
     parse,
@@ -64,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the release whose defaults, gates and fields apply (default: %(default)s)",
     )
     add_feature_gates(parser)
+    add_jobs(parser)
     return parser
 
 
@@ -84,10 +89,16 @@ def main(argv: Sequence[str]) -> int:
     if args.in_place and STDIN in args.paths:
         print("draguard convert: --in-place cannot rewrite stdin", file=sys.stderr)
         return EXIT_USAGE
+    paths = list(expand_paths(args.paths))
+    try:
+        converted = convert_files(paths, args.to, options=options, allow_loss=args.allow_loss,
+                                  keep_refused=args.in_place, jobs=args.jobs)
+    except WorkerDied:  # a worker killed (out of memory, a crash in C code): nothing written
+        print("draguard convert: a worker process died; try again without --jobs",
+              file=sys.stderr)
+        return EXIT_USAGE
     status, results = EXIT_OK, []
-    for path in expand_paths(args.paths):
-        result = convert_file(path, args.to, options=options, allow_loss=args.allow_loss,
-                              keep_refused=args.in_place)
+    for path, result in zip(paths, converted, strict=True):
         if result is None:
             status = EXIT_USAGE
             continue
@@ -105,7 +116,18 @@ def main(argv: Sequence[str]) -> int:
 def convert_file(
     path: str, target: str, *, options: Options, allow_loss: bool, keep_refused: bool = True
 ) -> FileResult | None:
-    """Convert the DRA documents of one file; None when it cannot be read (named on stderr).
+    """`convert_files` of one file, in this process."""
+    return convert_files([path], target, options=options, allow_loss=allow_loss,
+                         keep_refused=keep_refused, jobs=1)[0]
+
+
+def convert_files(
+    paths: Sequence[str], target: str, *, options: Options, allow_loss: bool,
+    keep_refused: bool = True, jobs: int | None = 1,
+) -> list[FileResult | None]:
+    """Convert the DRA documents of each file; None for a file that cannot be read
+    (named on stderr). The documents of all files are converted in `jobs` processes
+    (`pool.jobs_for`); what each says on stderr is said here, in the files' order.
 
     Only the text of a converted document is rewritten; everything between documents
     (markers, comment-only pieces, other documents) is copied byte for byte, so a
@@ -114,41 +136,78 @@ def convert_file(
     it (stdout) it is left out, a comment in its place, so that a pipe into kubectl
     does not apply it unconverted (issue 17).
     """
-    source = read_source(path)
+    sources = [read_source(path) for path in paths]
+    found = [located(s) if isinstance(s, Source) else [] for s in sources]
+    chunks = [chunk for pieces in found for chunk, _ in pieces]
+    work = partial(_convert_batch, target, options, allow_loss)
+    outcomes = pool.run(work, chunks, jobs=pool.jobs_for(jobs, len(chunks)))
+    return [_assemble(source, pieces, [next(outcomes) for _ in pieces], keep_refused)
+            for source, pieces in zip(sources, found, strict=True)]
+
+
+class _Outcome(NamedTuple):
+    """One document's conversion as a worker sends it back."""
+
+    text: str | None  # its new text; None: left as it is
+    refused: bool
+    said: list[str]  # the lines for stderr
+    paths: list[str]  # the `PATHS` keys it counts
+    invalid: bool = False  # not valid YAML: the file cannot be converted
+
+
+def _assemble(
+    source: Source | Unreadable, pieces: list[tuple[Chunk, int]], outcomes: list[_Outcome],
+    keep_refused: bool,
+) -> FileResult | None:
+    """One file's result from its documents' outcomes; what they say goes to stderr."""
     if isinstance(source, Unreadable):
         print(f"draguard convert: cannot read {source.name}: {source.reason}", file=sys.stderr)
         return None
-    pieces, done, changed, refused = [], 0, False, False
-    for chunk, start in located(source):
-        placeholder = templates.find(chunk.text)
-        if placeholder is not None:
-            # Issue 17: not read, left as it is, named with its line (no exit 2).
-            line = chunk.line + placeholder.line + 1
-            print(f"{source.name}:{line}: document {chunk.index}: {placeholder.message}; "
-                  "left as it is", file=sys.stderr)
-            continue
-        try:
-            outcome, chunk_refused = _convert_chunk(chunk, target, options, allow_loss)
-        except _Repeated as exc:  # refused whatever `--allow-loss` says (issue 17)
-            for duplicate in exc.duplicates:
-                print(f"{source.name}: document {chunk.index}: refused: "
-                      f"{FieldPath(duplicate.path)}: {duplicate.message(chunk.line)}",
-                      file=sys.stderr)
-            outcome, chunk_refused = None, True
-        except _round_trip_errors() as exc:
-            print(
-                f"draguard convert: {source.name}: not valid YAML: {exc}".replace("\n", " "),
-                file=sys.stderr,
-            )
+    parts, done, changed, refused = [], 0, False, False
+    for (chunk, start), outcome in zip(pieces, outcomes, strict=True):
+        _say(outcome.said)
+        PATHS.update(outcome.paths)
+        if outcome.invalid:
             return None
-        refused = refused or chunk_refused
-        if outcome is None and chunk_refused and not keep_refused:
-            outcome = _left_out(chunk)
-        if outcome is not None:
-            pieces += [source.text[done:start], outcome]
+        refused = refused or outcome.refused
+        text = outcome.text
+        if text is None and outcome.refused and not keep_refused:
+            text = _left_out(chunk)
+        if text is not None:
+            parts += [source.text[done:start], text]
             done, changed = start + len(chunk.text), True
-    pieces.append(source.text[done:])
-    return FileResult(source.name, "".join(pieces), changed, refused)
+    parts.append(source.text[done:])
+    return FileResult(source.name, "".join(parts), changed, refused)
+
+
+def _convert_batch(
+    target: str, options: Options, allow_loss: bool, chunks: Sequence[Chunk]
+) -> list[_Outcome]:
+    return [_convert_unit(chunk, target, options, allow_loss) for chunk in chunks]
+
+
+def _convert_unit(chunk: Chunk, target: str, options: Options, allow_loss: bool) -> _Outcome:
+    """One document converted (`_convert_chunk`), with all it says."""
+    said: list[str] = []
+    paths: list[str] = []
+    placeholder = templates.find(chunk.text)
+    if placeholder is not None:
+        # Issue 17: not read, left as it is, named with its line (no exit 2).
+        line = chunk.line + placeholder.line + 1
+        said.append(f"{chunk.file}:{line}: document {chunk.index}: {placeholder.message}; "
+                    "left as it is")
+        return _Outcome(None, False, said, paths)
+    try:
+        text, refused = _convert_chunk(chunk, target, options, allow_loss, said, paths)
+    except _Repeated as exc:  # refused whatever `--allow-loss` says (issue 17)
+        said += [f"{chunk.file}: document {chunk.index}: refused: "
+                 f"{FieldPath(duplicate.path)}: {duplicate.message(chunk.line)}"
+                 for duplicate in exc.duplicates]
+        return _Outcome(None, True, said, paths)
+    except _round_trip_errors() as exc:
+        said.append(f"draguard convert: {chunk.file}: not valid YAML: {exc}".replace("\n", " "))
+        return _Outcome(None, False, said, paths, invalid=True)
+    return _Outcome(text, refused, said, paths)
 
 
 # The text starts with a `---` line, after blank, comment or directive lines.
@@ -156,7 +215,8 @@ _FIRST_MARKER = re.compile(r"(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---(?:[ \t]|\n|\
 
 
 def _convert_chunk(
-    chunk: Chunk, target: str, options: Options, allow_loss: bool
+    chunk: Chunk, target: str, options: Options, allow_loss: bool, said: list[str],
+    paths: list[str],
 ) -> tuple[str | None, bool]:
     """The new text of one document (None: leave it as it is), and whether anything was refused."""
     if chunk.format == "json":
@@ -168,7 +228,7 @@ def _convert_chunk(
         outcome, refused, notes = _convert_one(
             chunk.file, chunk.index, document, target, options, allow_loss
         )
-        _say(notes)
+        said += notes
         if outcome is None:
             return None, refused
         return json.dumps(yamledit.to_plain(outcome), indent=2, ensure_ascii=False), refused
@@ -178,11 +238,11 @@ def _convert_chunk(
         if isinstance(parsed, Parsed) and not parsed.duplicates:
             value = parsed.value
     if value is not None:
-        edited = _convert_text(chunk, value, target, options, allow_loss)
+        edited = _convert_text(chunk, value, target, options, allow_loss, said, paths)
         if edited is not None:
             return edited
-    PATHS["ruamel"] += 1
-    return _convert_round_trip(chunk, target, options, allow_loss)
+    paths.append("ruamel")
+    return _convert_round_trip(chunk, target, options, allow_loss, said)
 
 
 # How many changed YAML documents took each path (the text edit or ruamel's round trip),
@@ -191,7 +251,8 @@ PATHS: Counter[str] = Counter()
 
 
 def _convert_text(
-    chunk: Chunk, value: Any, target: str, options: Options, allow_loss: bool
+    chunk: Chunk, value: Any, target: str, options: Options, allow_loss: bool,
+    said: list[str], paths: list[str],
 ) -> tuple[str | None, bool] | None:
     """The document converted by text edits at lint's reading of it (`textedit`); None
     when that path declines, and nothing was said yet (the round trip then says it)."""
@@ -205,24 +266,24 @@ def _convert_text(
     if outcome is None:
         # Nothing to convert (another kind, or already in the target shape): the
         # document keeps its bytes; or refused: said here, and left as it is.
-        _say(notes)
+        said += notes
         return None, refused
     text = edit_document(chunk.text, value, outcome)
     if isinstance(text, Declined):
-        PATHS[f"declined: {text.reason}"] += 1
+        paths.append(f"declined: {text.reason}")
         return None
-    PATHS["text"] += 1
-    _say(notes)
+    paths.append("text")
+    said += notes
     return text, refused
 
 
-def _say(notes: list[str]) -> None:
+def _say(notes: Sequence[str]) -> None:
     for note in notes:
         print(note, file=sys.stderr)
 
 
 def _convert_round_trip(
-    chunk: Chunk, target: str, options: Options, allow_loss: bool
+    chunk: Chunk, target: str, options: Options, allow_loss: bool, said: list[str]
 ) -> tuple[str | None, bool]:
     """The document converted on ruamel's round-trip nodes, which keep comments anywhere."""
     from ruamel.yaml.constructor import DuplicateKeyError  # ruamel: see `_round_trip_errors`
@@ -249,7 +310,7 @@ def _convert_round_trip(
     outcome, refused, notes = _convert_one(
         chunk.file, chunk.index, documents[0], target, options, allow_loss
     )
-    _say(notes)
+    said += notes
     if outcome is None:
         return None, refused
     before = chunk.text[:body_start]

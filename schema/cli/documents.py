@@ -26,6 +26,47 @@ from draguard.schema.read.sources import (
 )
 
 
+def pieces(paths: Iterable[str]) -> Iterator[Chunk | Unreadable]:
+    """Each document of each input in order, and in its place each input that cannot be read."""
+    for path in expand_paths(paths):
+        source = read_source(path)
+        if isinstance(source, Unreadable):
+            yield source
+            continue
+        yield from split_documents(source)
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One piece read (`read_piece`): what it says on stderr and its value, if any."""
+
+    said: tuple[str, ...]
+    value: Any = None
+    usable: bool = False  # parsed: `value` is the document
+    failed: bool = False  # unreadable or not parsed: the run ends with exit 2
+    templated: bool = False
+
+
+def read_piece(prog: str, piece: Chunk | Unreadable) -> Read:
+    """A piece of `pieces` read (in any process: nothing is printed here)."""
+    if isinstance(piece, Unreadable):
+        return Read((f"{prog}: cannot read {piece.name}: {piece.reason}",), failed=True)
+    placeholder = templates.find(piece.text)
+    if placeholder is not None:
+        line = piece.line + placeholder.line + 1
+        return Read((f"{prog}: {piece.file}:{line}:{placeholder.column + 1}: "
+                     f"document {piece.index}: {placeholder.message}",), templated=True)
+    parsed = parse(piece)
+    if isinstance(parsed, SyntaxProblem):
+        return Read((f"{prog}: {piece.file}:{parsed.line}:{parsed.column}: {parsed.detail}",),
+                    failed=True)
+    # Duplicates are said, then the document is checked as kubectl sends it.
+    said = tuple(f"{prog}: {piece.file}:{piece.line + duplicate.line + 1}: "
+                 f"document {piece.index}: {duplicate.message(piece.line)}"
+                 for duplicate in parsed.duplicates)
+    return Read(said, parsed.value, usable=True)
+
+
 @dataclass
 class DocumentReader:
     """Yields `(chunk, object)` for every parsed document; `failed` tells if any input did not read."""
@@ -35,28 +76,18 @@ class DocumentReader:
     templated: int = 0
 
     def documents(self, paths: Iterable[str]) -> Iterator[tuple[Chunk, Any]]:
-        for path in expand_paths(paths):
-            source = read_source(path)
-            if isinstance(source, Unreadable):
-                self._fail(f"cannot read {source.name}: {source.reason}")
-                continue
-            for chunk in split_documents(source):
-                placeholder = templates.find(chunk.text)
-                if placeholder is not None:
-                    line = chunk.line + placeholder.line + 1
-                    print(f"{self.prog}: {chunk.file}:{line}:{placeholder.column + 1}: "
-                          f"document {chunk.index}: {placeholder.message}", file=sys.stderr)
-                    self.templated += 1
-                    continue
-                parsed = parse(chunk)
-                if isinstance(parsed, SyntaxProblem):
-                    self._fail(f"{chunk.file}:{parsed.line}:{parsed.column}: {parsed.detail}")
-                    continue
-                for duplicate in parsed.duplicates:  # said, then checked as kubectl sends it
-                    print(f"{self.prog}: {chunk.file}:{chunk.line + duplicate.line + 1}: "
-                          f"document {chunk.index}: {duplicate.message(chunk.line)}",
-                          file=sys.stderr)
-                yield chunk, parsed.value
+        for piece in pieces(paths):
+            read = self.take(read_piece(self.prog, piece))
+            if read.usable and isinstance(piece, Chunk):
+                yield piece, read.value
+
+    def take(self, read: Read) -> Read:
+        """Say what a piece read says, and count it."""
+        for line in read.said:
+            print(line, file=sys.stderr)
+        self.failed = self.failed or read.failed
+        self.templated += read.templated
+        return read
 
     def summary(self) -> str | None:
         """The count of templates left unchecked, for stderr at the end; None for none."""
@@ -64,7 +95,3 @@ class DocumentReader:
             return None
         noun = "document looks" if self.templated == 1 else "documents look"
         return f"{self.prog}: {self.templated} {noun} like a template, not checked: render first"
-
-    def _fail(self, message: str) -> None:
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        self.failed = True

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from draguard.schema.advice.claims import config_reference_rewrites
+from draguard.schema.cli.frame import add_jobs
+from draguard.schema.model import pool
 from draguard.schema.model.shapes import identify
 from draguard.schema.read import sources
 from draguard.schema.read.textedit import Declined, edit_document, located, read
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="say what would change, write nothing; exit 1 when something would",
     )
+    add_jobs(parser)
     return parser
 
 
@@ -53,23 +56,46 @@ def main(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
     except SystemExit as exc:
         return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    try:
+        return fix_files(list(sources.expand_paths(args.paths)), dry_run=args.dry_run,
+                         jobs=args.jobs)
+    except pool.WorkerDied:  # a worker killed (out of memory, a crash in C): nothing written
+        print("draguard fix: a worker process died; try again without --jobs", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def fix_files(paths: Sequence[str], *, dry_run: bool = False, jobs: int | None = 1) -> int:
+    """`fix_file` of each path, in order; their exit code. The documents of all files are
+    read and edited in `jobs` processes (`pool.jobs_for`) before any file is written."""
+    loaded = [None if path == sources.STDIN else sources.read_source(path) for path in paths]
+    found = [located(s) if isinstance(s, sources.Source) else [] for s in loaded]
+    chunks = [chunk for pieces in found for chunk, _ in pieces]
+    # All done before the first file is written: a worker that dies leaves every file as it was.
+    edits = iter(list(pool.run(_fix_batch, chunks, jobs=pool.jobs_for(jobs, len(chunks)))))
     status = EXIT_OK
-    for path in sources.expand_paths(args.paths):
-        if path == sources.STDIN:
+    for path, source, pieces in zip(paths, loaded, found, strict=True):
+        outcomes = [next(edits) for _ in pieces]
+        if source is None:
             print("draguard fix: stdin cannot be rewritten in place; name a file", file=sys.stderr)
             status = EXIT_USAGE
             continue
-        status = max(status, fix_file(path, dry_run=args.dry_run))
+        status = max(status, _fix_source(path, source, pieces, outcomes, dry_run=dry_run))
     return status
 
 
 def fix_file(path: str, *, dry_run: bool = False) -> int:
     """Rewrite one file; print each change as `file: field: old → new`; return its exit code."""
-    source = sources.read_source(path)
+    return fix_files([path], dry_run=dry_run)
+
+
+def _fix_source(
+    path: str, source: sources.Source | sources.Unreadable, pieces: list[tuple[sources.Chunk, int]],
+    outcomes: list[_Edit | None], *, dry_run: bool,
+) -> int:
     if isinstance(source, sources.Unreadable):
         print(f"draguard fix: {source.name}: {source.reason}", file=sys.stderr)
         return EXIT_USAGE
-    by_text = _fix_by_text(source)
+    by_text = _fix_by_text(source, pieces, outcomes)
     if by_text is not None:
         text, rewrites = by_text
         return _report(path, text, rewrites, dry_run=dry_run)
@@ -98,54 +124,75 @@ def fix_file(path: str, *, dry_run: bool = False) -> int:
 _Rewrite = tuple[int, str, list[str], list[str], bool]
 """A document's number, the field, the old and the new list, and whether the new fits."""
 
+_Edit = tuple[list[_Rewrite], str | None]
+"""A document's rewrites and its new text (None: unchanged), as a worker sends them."""
+
 # A `---` line: between documents, it may open one that holds only comments (which the
 # round-trip reader counts and `split_documents` does not).
 _MARKER_LINE = re.compile(r"^---(?:[ \t]|$)", re.M)
 
 
-def _fix_by_text(source: sources.Source) -> tuple[str | None, list[_Rewrite]] | None:
+def _fix_by_text(
+    source: sources.Source, pieces: list[tuple[sources.Chunk, int]],
+    outcomes: list[_Edit | None],
+) -> tuple[str | None, list[_Rewrite]] | None:
     """The file's new text (None: nothing to write) and its rewrites, edited as text at
-    lint's reading of each document (`textedit`); None when the text path cannot be
+    lint's reading of each document (`_fix_chunk`); None when the text path cannot be
     sure of some document (then the whole file takes the round-trip way, as before).
-
     A file with nothing to fix (most files, on a second run always) is left without
     ruamel reading it, which is most of fix's time.
     """
-    pieces, done, previous_end, rewrites = [], 0, 0, []
-    for chunk, start in located(source):
+    parts, done, previous_end, rewrites = [], 0, 0, []
+    for (chunk, start), outcome in zip(pieces, outcomes, strict=True):
         if _MARKER_LINE.search(source.text, previous_end, start):
             return None  # a document of comments only: numbered apart by ruamel
         previous_end = start + len(chunk.text)
-        value = read(chunk.text) if chunk.format == "yaml" else None
-        if value is None:
-            parsed = sources.parse(chunk)
-            if not isinstance(parsed, sources.Parsed) or parsed.duplicates:
-                return None
-            value = parsed.value
-        devices = _devices(value)
-        found = config_reference_rewrites(devices) if devices is not None else []
-        if devices is None or not found:
-            continue
-        if chunk.format != "yaml":
+        if outcome is None:
             return None
-        new_config = list(devices["config"])  # what changes is copied, not the rest
-        for rewrite in found:
-            rewrites.append((chunk.index, f"{_prefix(value)}.devices.config[{rewrite.index}]"
-                             ".requests", list(rewrite.old), list(rewrite.new), rewrite.fits))
-            if rewrite.fits:
-                new_config[rewrite.index] = {**new_config[rewrite.index],
-                                             "requests": list(rewrite.new)}
-        new = _with_devices(value, {**devices, "config": new_config})
-        if new == value:
-            continue
-        text = edit_document(chunk.text, value, new)
-        if isinstance(text, Declined):
-            return None
-        pieces += [source.text[done:start], text]
-        done = previous_end
-    if not pieces:
+        found, text = outcome
+        rewrites += found
+        if text is not None:
+            parts += [source.text[done:start], text]
+            done = previous_end
+    if not parts:
         return None, rewrites
-    return "".join([*pieces, source.text[done:]]), rewrites
+    return "".join([*parts, source.text[done:]]), rewrites
+
+
+def _fix_batch(chunks: Sequence[sources.Chunk]) -> list[_Edit | None]:
+    return [_fix_chunk(chunk) for chunk in chunks]
+
+
+def _fix_chunk(chunk: sources.Chunk) -> _Edit | None:
+    """One document's rewrites and new text by text edits; None when the text path
+    cannot be sure of it."""
+    value = read(chunk.text) if chunk.format == "yaml" else None
+    if value is None:
+        parsed = sources.parse(chunk)
+        if not isinstance(parsed, sources.Parsed) or parsed.duplicates:
+            return None
+        value = parsed.value
+    devices = _devices(value)
+    found = config_reference_rewrites(devices) if devices is not None else []
+    if devices is None or not found:
+        return [], None
+    if chunk.format != "yaml":
+        return None
+    rewrites: list[_Rewrite] = []
+    new_config = list(devices["config"])  # what changes is copied, not the rest
+    for rewrite in found:
+        rewrites.append((chunk.index, f"{_prefix(value)}.devices.config[{rewrite.index}]"
+                         ".requests", list(rewrite.old), list(rewrite.new), rewrite.fits))
+        if rewrite.fits:
+            new_config[rewrite.index] = {**new_config[rewrite.index],
+                                         "requests": list(rewrite.new)}
+    new = _with_devices(value, {**devices, "config": new_config})
+    if new == value:
+        return rewrites, None
+    text = edit_document(chunk.text, value, new)
+    if isinstance(text, Declined):
+        return None
+    return rewrites, text
 
 
 def _report(path: str, text: str | None, rewrites: list[_Rewrite], *, dry_run: bool) -> int:

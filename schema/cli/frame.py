@@ -102,3 +102,12 @@ def quiet(stream: TextIO | None = None) -> None:
     target = sys.stdout if stream is None else stream
     with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
         os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())
+
+
+def add_jobs(parser: argparse.ArgumentParser) -> None:
+    """`-j/--jobs` as `draguard lint` has it (`pool.jobs_for` reads it)."""
+    from draguard.schema.model.pool import AUTO_DOCUMENTS
+
+    parser.add_argument("-j", "--jobs", type=int, default=None,
+                        help="processes to use (0: one per core; default: one per core "
+                             f"for {AUTO_DOCUMENTS:,} documents or more, else 1)")

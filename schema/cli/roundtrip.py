@@ -12,11 +12,16 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
-from draguard.schema.cli.documents import DocumentReader
-from draguard.schema.cli.frame import add_feature_gates, parse_with_release, quiet
+from draguard.schema.cli.documents import DocumentReader, Read, pieces, read_piece
+from draguard.schema.cli.frame import add_feature_gates, add_jobs, parse_with_release, quiet
+from draguard.schema.model import pool
+from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE
+from draguard.schema.read.sources import Chunk, Unreadable
 from draguard.schema.roundtrip import SHAPES, Trip, round_trips
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
@@ -33,25 +38,52 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--kubernetes-version", default=DEFAULT_RELEASE.name, metavar="VERSION",
                         help="convert as this release does, e.g. 1.34 (default %(default)s)")
     add_feature_gates(parser)
+    add_jobs(parser)
     parsed = parse_with_release(parser, argv, "draguard roundtrip")
     if isinstance(parsed, int):
         return parsed
     args, options = parsed
     status = EXIT_OK
     reader = DocumentReader("draguard roundtrip")
-    for chunk, obj in reader.documents(args.paths):
-        for title, item in _objects(f"{chunk.file} document {chunk.index}", obj):
-            trips = round_trips(item, options=options)
-            if trips is None:
-                continue
-            _say(render_table(title, trips))
-            if any(not t.lossless for t in trips) and status == EXIT_OK:
-                status = EXIT_DIFFERENT
+    # The documents are read and their trips made in `--jobs` processes (`pool.run`);
+    # what each says and its tables are printed here, in the inputs' order.
+    found = list(pieces(args.paths))
+    try:
+        done = pool.run(partial(_trips, reader.prog, options), found,
+                        jobs=pool.jobs_for(args.jobs, len(found)))
+        for read, tables in done:
+            reader.take(read)
+            for text, lossless in tables:
+                _say(text)
+                if not lossless and status == EXIT_OK:
+                    status = EXIT_DIFFERENT
+    except pool.WorkerDied:  # a worker killed (out of memory, a crash in C code)
+        print("draguard roundtrip: a worker process died; try again without --jobs",
+              file=sys.stderr)
+        return EXIT_USAGE
     if reader.summary() is not None:
         print(reader.summary(), file=sys.stderr)
     if reader.failed:
         return EXIT_USAGE
     return status
+
+
+def _trips(
+    prog: str, options: Options, found: Sequence[Chunk | Unreadable]
+) -> list[tuple[Read, list[tuple[str, bool]]]]:
+    """Each piece read (its value left out: it stays in the worker) and the table of each
+    DRA object in it, with whether every trip was lossless."""
+    out: list[tuple[Read, list[tuple[str, bool]]]] = []
+    for piece in found:
+        read = read_piece(prog, piece)
+        tables = []
+        if read.usable and isinstance(piece, Chunk):
+            for title, item in _objects(f"{piece.file} document {piece.index}", read.value):
+                trips = round_trips(item, options=options)
+                if trips is not None:
+                    tables.append((render_table(title, trips), all(t.lossless for t in trips)))
+        out.append((replace(read, value=None), tables))
+    return out
 
 
 def _say(text: str) -> None:

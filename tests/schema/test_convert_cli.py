@@ -441,3 +441,37 @@ def test_a_reader_that_goes_away_ends_quietly(tmp_path: Path, command: str) -> N
     )
     assert pipeline.returncode == 0
     assert "Traceback" not in pipeline.stderr and "BrokenPipe" not in pipeline.stderr
+
+
+def test_jobs_give_the_bytes_of_one_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--jobs 2` (a pool for a large input) stdout, stderr, the exit code and the
+    files written in place are those of one process, documents and messages in order."""
+    many = "".join(f"---\n# document {i}\n" + MIXED.replace("name: mixed", f"name: m{i}")
+                   for i in range(80))
+    files = {
+        "a.yaml": many,
+        "b.yaml": AMBIGUOUS + "---\n" + MIXED.replace("name: mixed", "name: {{ .Values.n }}"),
+        "c.yaml": MIXED + "---\nkey: [unclosed\n---\n" + MIXED,
+        "d.yaml": many,
+    }
+    runs = []
+    for jobs in ("1", "2"):
+        folder = tmp_path / jobs
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        paths = [str(folder / name) for name in files] + [str(folder / "missing.yaml")]
+        printed = run(["--to", "v1", "--jobs", jobs, *paths], capsys)
+        written = run(["--to", "v1", "--in-place", "--jobs", jobs, *paths], capsys)
+        runs.append((printed, written,
+                     {name: (folder / name).read_text() for name in files}))
+    one, two = (
+        (p[0], p[1].replace(f"/{jobs}/", "/"), p[2].replace(f"/{jobs}/", "/"),
+         w[0], w[1].replace(f"/{jobs}/", "/"), w[2].replace(f"/{jobs}/", "/"), texts)
+        for jobs, (p, w, texts) in zip(("1", "2"), runs, strict=True)
+    )
+    assert one == two
+    assert one[0] == 2 and "not valid YAML" in one[2] and "cannot read" in one[2]
+    assert one[1].count("apiVersion: resource.k8s.io/v1\n") >= 160

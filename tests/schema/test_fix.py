@@ -134,3 +134,52 @@ def test_fix_unreadable_is_exit_2(tmp_path: Path, content: bytes) -> None:
 def test_fix_missing_file_is_exit_2(tmp_path: Path) -> None:
     """A missing file is exit 2, not a traceback."""
     assert main([str(tmp_path / "nope.yaml")]) == 2
+
+
+def test_jobs_give_the_bytes_of_one_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--jobs 2` (a pool for a large input) what is said, the exit code and the files
+    written are those of one process; a file the text path declines takes ruamel's way."""
+    many = "".join(f"---\n# document {i}\n" + TEMPLATE.replace("name: gpu ", f"name: g{i} ")
+                   for i in range(70))
+    files = {"a.yaml": many, "b.yaml": "key: [unclosed\n",
+             "c.yaml": TEMPLATE + "---\n# comments only\n---\n" + TEMPLATE, "d.yaml": many}
+    runs = []
+    for jobs in ("1", "2"):
+        folder = tmp_path / jobs
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        paths = [str(folder / name) for name in files] + [str(folder / "missing.yaml")]
+        dry = main(["--dry-run", "--jobs", jobs, *paths]), capsys.readouterr()
+        wet = main(["--jobs", jobs, *paths]), capsys.readouterr()
+        runs.append(repr((dry, wet, [(folder / name).read_text() for name in files]))
+                    .replace(f"/{jobs}/", "/"))
+    assert runs[0] == runs[1]
+    assert "gpu/big" in (tmp_path / "2" / "d.yaml").read_text()
+
+
+def test_a_dead_worker_leaves_every_file_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed half-way: nothing written, exit 2, named on stderr."""
+    import os
+
+    from draguard.schema.cli import fix
+
+    parent, real = os.getpid(), fix._fix_chunk
+
+    def dying(chunk: object) -> object:
+        if os.getpid() != parent and getattr(chunk, "file", "").endswith("b.yaml"):
+            os._exit(9)
+        return real(chunk)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fix, "_fix_chunk", dying)
+    many = "---\n".join(TEMPLATE for _ in range(70))
+    paths = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    for path in paths:
+        path.write_text(many)
+    assert main(["--jobs", "2", *map(str, paths)]) == 2
+    assert "worker process died" in capsys.readouterr().err
+    assert all(path.read_text() == many for path in paths)

@@ -281,3 +281,18 @@ def test_cli_kubernetes_version_applies_that_releases_gates(
     assert "DIFF" not in out and out.count("refused") >= len(SHAPES) * (len(SHAPES) - 1)
     assert "spec.devices.requests[0].exactly.tolerations: feature gate DRADeviceTaints is off" in out
     assert out.count("tolerations: feature gate DRADeviceTaints") == 1
+
+
+def test_jobs_give_the_bytes_of_one_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--jobs 2` (a pool for a large input) stdout, stderr and the exit code are those
+    of one process, tables in the documents' order."""
+    many = "---\n".join(VALID_YAML.replace("name: ", f"name: n{i}", 1) if i % 7 else
+                        DUPLICATE_NAMES_YAML for i in range(140))
+    paths = [write(tmp_path, "a.yaml", many), str(tmp_path / "missing.yaml"),
+             write(tmp_path, "b.yaml", "key: [unclosed\n")]
+    one = main(["--jobs", "1", *paths]), capsys.readouterr()
+    two = main(["--jobs", "2", *paths]), capsys.readouterr()
+    assert one == two
+    assert one[0] == 2 and one[1].out.count(" document ") >= 140

@@ -1,0 +1,42 @@
+"""The worker pool shared by lint, convert, fix and roundtrip (`schema/model/pool.py`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import partial
+
+import pytest
+
+from draguard.schema.model import pool
+
+
+def _squares(offset: int, batch: Sequence[int]) -> list[tuple[int, int]]:
+    return [(n, n * n + offset) for n in batch]
+
+
+def _die(batch: Sequence[int]) -> list[int]:
+    os._exit(3)
+
+
+def test_results_come_in_order_from_every_path() -> None:
+    """One process, a pool, and a pool on a tiny input give each item's result in order."""
+    items = list(range(1_000))
+    expected = [(n, n * n + 7) for n in items]
+    work = partial(_squares, 7)
+    assert list(pool.run(work, items, jobs=1)) == expected
+    assert list(pool.run(work, items, jobs=2)) == expected
+    assert list(pool.run(work, items[:10], jobs=2)) == expected[:10]
+
+
+def test_a_dead_worker_is_named() -> None:
+    with pytest.raises(pool.WorkerDied):
+        list(pool.run(_die, list(range(500)), jobs=2))
+
+
+def test_jobs_follow_lints_rule() -> None:
+    """None: by the input's size; 0 or less: every usable core; else as asked."""
+    assert pool.jobs_for(None, pool.AUTO_DOCUMENTS - 1) == 1
+    assert pool.jobs_for(None, pool.AUTO_DOCUMENTS) == pool.usable_cores()
+    assert pool.jobs_for(0, 5) == pool.usable_cores()
+    assert pool.jobs_for(3, 5) == 3
