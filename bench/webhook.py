@@ -356,6 +356,12 @@ class Result:
     # system) per answered request, from /proc (Linux).
     split: str = ""
     cpu_us: float = float("nan")
+    # The workers' CPU per request split by thread: each worker's main thread (TLS, HTTP,
+    # Flask, the gevent hub) and its other threads (draguard's review and decision-log
+    # threads), and the workers' context switches (voluntary and not) per request.
+    main_cpu_us: float = float("nan")
+    threads_cpu_us: float = float("nan")
+    switches: float = float("nan")
 
 
 # --- what the server did: connection split and CPU time, from /proc ----------------------
@@ -368,11 +374,35 @@ def worker_pids(master: int) -> list[str]:
 
 def cpu_seconds(pids: list[str]) -> float:
     """CPU time (user + system) used so far by these processes."""
-    ticks = 0
+    return sum(cpu_seconds_of(f"/proc/{pid}/stat") for pid in pids)
+
+
+def thread_usage(pids: list[str]) -> tuple[float, float, int]:
+    """CPU time of these processes' main threads, of their other threads, and their
+    threads' context switches so far (/proc/PID/task; threads that ended are not counted)."""
+    main = other = 0.0
+    switches = 0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
-    return ticks / os.sysconf("SC_CLK_TCK")
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError):
+                    base = f"/proc/{pid}/task/{task}"
+                    used = cpu_seconds_of(f"{base}/stat")
+                    if task == pid:
+                        main += used
+                    else:
+                        other += used
+                    for line in Path(f"{base}/status").read_text().splitlines():
+                        if "ctxt_switches:" in line:
+                            switches += int(line.split()[1])
+    return main, other, switches
+
+
+def cpu_seconds_of(stat: str) -> float:
+    """user + system CPU time from one /proc stat file."""
+    fields = Path(stat).read_text().rpartition(")")[2].split()
+    # utime, stime: fields 14 and 15 of stat
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def connections(port: int, pids: list[str]) -> list[int]:
@@ -408,6 +438,7 @@ class Observer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._cpu = cpu_seconds(self.procs)
+        self._threads = thread_usage(self.pids)
         self._thread.start()
 
     def _sample(self) -> None:
@@ -417,13 +448,21 @@ class Observer:
                 if sum(seen) > sum(self.best):
                     self.best = seen
 
-    def finish(self, requests: int) -> tuple[str, float]:
-        """The split ("3+1", larger first) and the server CPU µs per request."""
+    def finish(self, requests: int) -> tuple[str, float, tuple[float, float, float]]:
+        """The split ("3+1", larger first), the server CPU µs per request, and the
+        workers' main-thread and other-thread CPU µs and context switches per request."""
         self._stop.set()
         self._thread.join()
         used = cpu_seconds(self.procs) - self._cpu
         split = "+".join(str(n) for n in sorted(self.best, reverse=True))
-        return split, (round(used / requests * 1e6) if requests else float("nan"))
+        after = thread_usage(self.pids)
+        if not requests:
+            nan = float("nan")
+            return split, nan, (nan, nan, nan)
+        main, other, switches = (b - a for a, b in zip(self._threads, after, strict=True))
+        return split, round(used / requests * 1e6), (
+            round(main / requests * 1e6), round(other / requests * 1e6),
+            round(switches / requests, 2))
 
 
 def measure(server: str, port: int, ca: Path, *, tool: str, mode: str, load: str,
@@ -441,14 +480,18 @@ def measure(server: str, port: int, ca: Path, *, tool: str, mode: str, load: str
         latencies, errors = _run_python(port, ca, mode=mode, load=load, clients=clients,
                                         seconds=seconds, rate=rate, body=body)
     latencies.sort()
-    split, cpu_us = observer.finish(len(latencies)) if observer else ("", float("nan"))
+    nan = float("nan")
+    split, cpu_us, (main_us, threads_us, switches) = (
+        observer.finish(len(latencies)) if observer else ("", nan, (nan, nan, nan)))
+    per_thread = {"main_cpu_us": main_us, "threads_cpu_us": threads_us, "switches": switches}
     if len(latencies) < 2:
-        return Result(server, mode, load, len(latencies), errors, 0.0, float("nan"),
-                      float("nan"), split, cpu_us)
+        return Result(server, mode, load, len(latencies), errors, 0.0, nan, nan, split,
+                      cpu_us, **per_thread)
     quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
     return Result(server, mode, load, len(latencies), errors,
                   round(len(latencies) / seconds, 1),
-                  round(quantiles[49] * 1000, 2), round(quantiles[98] * 1000, 2), split, cpu_us)
+                  round(quantiles[49] * 1000, 2), round(quantiles[98] * 1000, 2), split, cpu_us,
+                  **per_thread)
 
 
 def _run_python(port: int, ca: Path, *, mode: str, load: str, clients: int, seconds: float,
@@ -634,13 +677,17 @@ def _median(rounds: list[Result], *, by_rps: bool) -> Result:
 def _row(r: Result) -> str:
     return (f"{r.server:9} {r.mode:10} {r.load:4}  {r.rps:8.1f} req/s  p50 {r.p50_ms:6.2f} ms"
             f"  p99 {r.p99_ms:6.2f} ms  ({r.requests} ok, {r.errors} errors)"
-            f"  split {r.split or '?'}, server CPU {r.cpu_us:.0f} µs/request")
+            f"  split {r.split or '?'}, server CPU {r.cpu_us:.0f} µs/request"
+            f" (workers' main threads {r.main_cpu_us:.0f}, other threads {r.threads_cpu_us:.0f};"
+            f" {r.switches:.2f} context switches)")
 
 
 def _rounds(rounds: list[Result]) -> str:
     """Every round in short: throughput or p99, with its connection split."""
     return "\n" + "\n".join(f"    round: {r.rps:8.1f} req/s  p99 {r.p99_ms:7.2f} ms  split "
-                            f"{r.split or '?'}  {r.cpu_us:.0f} µs/request" for r in rounds)
+                            f"{r.split or '?'}  {r.cpu_us:.0f} µs/request (main "
+                            f"{r.main_cpu_us:.0f}, threads {r.threads_cpu_us:.0f}, "
+                            f"{r.switches:.2f} switches)" for r in rounds)
 
 
 def _summary(results: list[Result], rate: float) -> dict[str, Any]:
