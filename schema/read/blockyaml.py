@@ -136,9 +136,16 @@ def plain_block(text: str) -> bool:
     """Whether every line of the text is in the grammar (`_BLOCK`, flow values allowed)."""
     if not text.isascii() and re.search(_REFUSED_WIDE, text) is not None:
         return False
-    if _BLOCK.fullmatch(text) is not None:
+    # `_BLOCK` reads one whole line (up to its break) per repetition, possessively: where
+    # it stops is the start of the first line it refuses. The grammar with flow values
+    # accepts every line `_BLOCK` does, also one line per repetition, so it goes on from
+    # there: a flow document's first lines are read once, not twice.
+    done = _BLOCK.match(text)
+    end = done.end() if done is not None else 0
+    if end == len(text):
         return True
-    return _FLOW_OPEN.search(text) is not None and _block_with_flow().fullmatch(text) is not None
+    return (_FLOW_OPEN.search(text) is not None
+            and _block_with_flow().fullmatch(text, end) is not None)
 
 
 def load(text: str) -> Any | None:
