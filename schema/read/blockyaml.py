@@ -144,8 +144,10 @@ def plain_block(text: str) -> bool:
     end = done.end() if done is not None else 0
     if end == len(text):
         return True
-    return (_FLOW_OPEN.search(text) is not None
-            and _block_with_flow().fullmatch(text, end) is not None)
+    # A flow collection is looked for on the refused line first (most often it is there),
+    # then on the lines before it (no match spans a line break).
+    opens = _FLOW_OPEN.search(text, end) or _FLOW_OPEN.search(text, 0, end)
+    return opens is not None and _block_with_flow().fullmatch(text, end) is not None
 
 
 def load(text: str) -> Any | None:
