@@ -229,6 +229,8 @@ def _object_reader(node: Obj, api_version: str) -> _Reader:
     keeps_null = frozenset(name for name, child in node.fields.items() if child is RAW)
     unknown = f"{api_version} {node.type_name} has no such field"
     is_open = node.open
+    if is_open and not plan:
+        return _read_open  # managedFields and ownerReferences entries: kept as written
 
     def read_object(value: Any, path: _Linked, out: list[FieldError]) -> Any:
         if not isinstance(value, dict):
@@ -262,6 +264,15 @@ def _object_reader(node: Obj, api_version: str) -> _Reader:
         return result
 
     return read_object
+
+
+def _read_open(value: Any, path: _Linked, out: list[FieldError]) -> Any:
+    """An open object without declared fields: `read_object`'s copy (every key as a
+    string, nulls kept) in one comprehension, as `kubectl get -o yaml` writes one in
+    every object's managedFields."""
+    if not isinstance(value, dict):
+        return _wrong_type(value, "object", path, out)
+    return {key if type(key) is str else str(key): item for key, item in value.items()}
 
 
 def _collection_reader(item_reader: _Reader, *, mapping: bool) -> _Reader:

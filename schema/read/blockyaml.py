@@ -136,9 +136,18 @@ def plain_block(text: str) -> bool:
     """Whether every line of the text is in the grammar (`_BLOCK`, flow values allowed)."""
     if not text.isascii() and re.search(_REFUSED_WIDE, text) is not None:
         return False
-    if _BLOCK.fullmatch(text) is not None:
+    # `_BLOCK` reads one whole line (up to its break) per repetition, possessively: where
+    # it stops is the start of the first line it refuses. The grammar with flow values
+    # accepts every line `_BLOCK` does, also one line per repetition, so it goes on from
+    # there: a flow document's first lines are read once, not twice.
+    done = _BLOCK.match(text)
+    end = done.end() if done is not None else 0
+    if end == len(text):
         return True
-    return _FLOW_OPEN.search(text) is not None and _block_with_flow().fullmatch(text) is not None
+    # A flow collection is looked for on the refused line first (most often it is there),
+    # then on the lines before it (no match spans a line break).
+    opens = _FLOW_OPEN.search(text, end) or _FLOW_OPEN.search(text, 0, end)
+    return opens is not None and _block_with_flow().fullmatch(text, end) is not None
 
 
 def load(text: str) -> Any | None:
@@ -208,10 +217,12 @@ _FLOW_BLANKS = re.compile(r"[ ]*+")
 
 @lru_cache(maxsize=1)
 def _flow_steps() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """In a flow collection (`_FLOW`): a key up to its value, and a scalar with its
-    blanks. Compiled on first use: most inputs have no flow collection."""
-    return (re.compile(rf"({_FLOW_KEY}):[ ]++"),
-            re.compile(rf"(?:{_DOUBLE}|{_SINGLE}|[^,\]}}]*+)[ ]*+"))
+    """In a flow collection (`_FLOW`): a member (its key, group 1) and an item, each
+    with its blanks and the comma after it (group 2) and the blanks after that, in one
+    match (the value part may match nothing, so it never fails past the key). Compiled
+    on first use: most inputs have no flow collection."""
+    value = rf"(?:{_DOUBLE}|{_SINGLE}|[^,\]}}]*+)[ ]*+(?:(,)[ ]*+)?"
+    return re.compile(rf"({_FLOW_KEY}):[ ]++{value}"), re.compile(value)
 
 
 _Found = tuple[int, "_Node | None", dict[Segment, "_Found"]]
@@ -376,7 +387,7 @@ def _flow_children(text: str, at: int) -> dict[str, int] | list[int]:
     """Where the members (their keys) or items of the flow collection at `at` start."""
     members: dict[str, int] = {}
     items: list[int] = []
-    member_step, value_step = _flow_steps()
+    member_step, item_step = _flow_steps()
     is_map = text[at] == "{"
     pos = _past(_FLOW_BLANKS, text, at + 1)
     while text[pos] not in "]}":
@@ -385,14 +396,16 @@ def _flow_children(text: str, at: int) -> dict[str, int] | list[int]:
             if member is None:
                 break  # cannot happen in a text `load` accepted
             members[_unquote(member[1])] = pos
-            value = member.end()
+            comma = member.start(2)
         else:
             items.append(pos)
-            value = pos
-        pos = _past(value_step, text, value)
-        if text[pos] != ",":
+            member = item_step.match(text, pos)
+            if member is None:
+                break  # cannot happen: the pattern may match nothing
+            comma = member.start(1)
+        if comma < 0:
             break  # the closing bracket (a text `load` accepted has nothing else here)
-        pos = _past(_FLOW_BLANKS, text, pos + 1)
+        pos = member.end()
     return members if is_map else items
 
 
