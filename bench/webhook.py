@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import multiprocessing
 import os
 import secrets
@@ -675,9 +676,11 @@ def _median(rounds: list[Result], *, by_rps: bool) -> Result:
 
 
 def _row(r: Result) -> str:
-    return (f"{r.server:9} {r.mode:10} {r.load:4}  {r.rps:8.1f} req/s  p50 {r.p50_ms:6.2f} ms"
-            f"  p99 {r.p99_ms:6.2f} ms  ({r.requests} ok, {r.errors} errors)"
-            f"  split {r.split or '?'}, server CPU {r.cpu_us:.0f} µs/request"
+    row = (f"{r.server:9} {r.mode:10} {r.load:4}  {r.rps:8.1f} req/s  p50 {r.p50_ms:6.2f} ms"
+           f"  p99 {r.p99_ms:6.2f} ms  ({r.requests} ok, {r.errors} errors)")
+    if math.isnan(r.cpu_us):  # a caller that does not read the server (serve_compare)
+        return row
+    return (f"{row}  split {r.split or '?'}, server CPU {r.cpu_us:.0f} µs/request"
             f" (workers' main threads {r.main_cpu_us:.0f}, other threads {r.threads_cpu_us:.0f};"
             f" {r.switches:.2f} context switches)")
 
