@@ -141,7 +141,7 @@ def read_inventory(paths: Iterable[str], *, release: Release, namespace: str = "
     Paths as lint takes them: files, folders (their manifests, recursively) or `-`.
     `keep` receives each decoded document instead of letting it be freed once read: for
     a command that exits without freeing (freeing a 50,000-node List object by object
-    takes about half a second, bench/RESULTS.md issue 19). A List read item by item
+    is a noticeable share of the command: figures in bench/RESULTS.md, issue 19). A List read item by item
     (`_read_items`) is not kept: each batch is freed as read, its memory serving the next.
     """
     inventory = Inventory()
