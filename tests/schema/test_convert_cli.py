@@ -17,6 +17,7 @@ import yaml
 from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pooled import by_jobs
 
 from draguard.schema.cli.convert import convert_file, main
 from draguard.schema.convert import TARGETS, convert_document
@@ -456,17 +457,13 @@ def test_jobs_give_the_bytes_of_one_process(
         "c.yaml": MIXED + "---\nkey: [unclosed\n---\n" + MIXED,
         "d.yaml": many,
     }
-    runs = []
-    for jobs in ("1", "2"):
-        folder = tmp_path / jobs
-        folder.mkdir()
-        for name, text in files.items():
-            (folder / name).write_text(text)
-        paths = [str(folder / name) for name in files] + [str(folder / "missing.yaml")]
+
+    def both(jobs: str, paths: list[str], folder: Path) -> tuple[Any, Any, dict[str, str]]:
         printed = run(["--to", "v1", "--jobs", jobs, *paths], capsys)
         written = run(["--to", "v1", "--in-place", "--jobs", jobs, *paths], capsys)
-        runs.append((printed, written,
-                     {name: (folder / name).read_text() for name in files}))
+        return printed, written, {name: (folder / name).read_text() for name in files}
+
+    runs = by_jobs(tmp_path, files, both)
     one, two = (
         (p[0], p[1].replace(f"/{jobs}/", "/"), p[2].replace(f"/{jobs}/", "/"),
          w[0], w[1].replace(f"/{jobs}/", "/"), w[2].replace(f"/{jobs}/", "/"), texts)

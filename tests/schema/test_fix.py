@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pooled import by_jobs
 
 from draguard.schema.cli.fix import main
 from draguard.schema.validate import validate_object
@@ -145,17 +146,14 @@ def test_jobs_give_the_bytes_of_one_process(
                    for i in range(70))
     files = {"a.yaml": many, "b.yaml": "key: [unclosed\n",
              "c.yaml": TEMPLATE + "---\n# comments only\n---\n" + TEMPLATE, "d.yaml": many}
-    runs = []
-    for jobs in ("1", "2"):
-        folder = tmp_path / jobs
-        folder.mkdir()
-        for name, text in files.items():
-            (folder / name).write_text(text)
-        paths = [str(folder / name) for name in files] + [str(folder / "missing.yaml")]
+
+    def run(jobs: str, paths: list[str], folder: Path) -> str:
         dry = main(["--dry-run", "--jobs", jobs, *paths]), capsys.readouterr()
         wet = main(["--jobs", jobs, *paths]), capsys.readouterr()
-        runs.append(repr((dry, wet, [(folder / name).read_text() for name in files]))
-                    .replace(f"/{jobs}/", "/"))
+        return repr((dry, wet, [(folder / name).read_text() for name in files])).replace(
+            f"/{jobs}/", "/")
+
+    runs = by_jobs(tmp_path, files, run)
     assert runs[0] == runs[1]
     assert "gpu/big" in (tmp_path / "2" / "d.yaml").read_text()
 
