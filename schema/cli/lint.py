@@ -19,6 +19,7 @@ from draguard.schema.cli.frame import (
     Parser,
     UsageError,
     add_feature_gates,
+    add_jobs,
     parse_patch,
     release_with_gates,
     write,
@@ -57,9 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "resource.kubernetes.io/admin-access=true is skipped")
     parser.add_argument("--profile", action="append", default=[], choices=PROFILES,
                         help="also the refusals and notes of this consumer (repeatable)")
-    parser.add_argument("-j", "--jobs", type=int, default=None,
-                        help="processes to use (0: one per core; default: one per core "
-                             f"for {lint.AUTO_DOCUMENTS:,} documents or more, else 1)")
+    add_jobs(parser)
     parser.add_argument("--fail-on-warning", action="store_true",
                         help="exit 1 on warnings too")
     parser.add_argument("--disable", action="append", default=[], metavar="CODE",

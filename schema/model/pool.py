@@ -61,6 +61,9 @@ def run(work: Work, items: Sequence[Any], *, jobs: int,
         for item in items:  # one at a time: what a command prints comes as it goes
             yield from work([item])
         return
+    # No more workers than batches: the pool forks them all at once, so a `--jobs` far
+    # beyond the input would only start processes with nothing to do.
+    jobs = min(jobs, -(-len(items) // BATCH))
     # Loaded only here: most runs are one process, and these imports cost a start.
     from concurrent.futures.process import BrokenProcessPool
 

@@ -40,3 +40,15 @@ def test_jobs_follow_lints_rule() -> None:
     assert pool.jobs_for(None, pool.AUTO_DOCUMENTS) == pool.usable_cores()
     assert pool.jobs_for(0, 5) == pool.usable_cores()
     assert pool.jobs_for(3, 5) == 3
+
+
+def _pids(batch: Sequence[int]) -> list[int]:
+    return [os.getpid() for _ in batch]
+
+
+def test_no_more_workers_than_batches() -> None:
+    """`--jobs` far beyond the input starts one worker per batch at most, not a process
+    for every job asked (the pool forks them all at once)."""
+    items = list(range(3 * pool.BATCH))
+    pids = set(pool.run(_pids, items, jobs=10**9))
+    assert os.getpid() not in pids and 1 <= len(pids) <= 3
