@@ -71,6 +71,8 @@ def run(work: Work, items: Sequence[Any], *, jobs: int,
         yield from _in_pool(work, items, jobs=jobs, detach=detach)
     except BrokenProcessPool as exc:
         raise WorkerDied(str(exc)) from exc
+    except OSError as exc:  # no process to start (the user's or the system's limit)
+        raise WorkerDied(f"cannot start worker processes: {exc}") from exc
 
 
 def _in_pool(work: Work, items: Sequence[Any], *, jobs: int,

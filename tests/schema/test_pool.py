@@ -52,3 +52,14 @@ def test_no_more_workers_than_batches() -> None:
     items = list(range(3 * pool.BATCH))
     pids = set(pool.run(_pids, items, jobs=10**9))
     assert os.getpid() not in pids and 1 <= len(pids) <= 3
+
+
+def test_a_worker_that_cannot_start_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forking refused (a process limit reached) is `WorkerDied`, which every command
+    reports in a line, not an OSError traceback."""
+    def refuse() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    with pytest.raises(pool.WorkerDied, match="cannot start worker processes"):
+        list(pool.run(_pids, list(range(3 * pool.BATCH)), jobs=2))
