@@ -340,9 +340,9 @@ def run(
     chunks: Sequence[Chunk], *, options: Options, validate: Validator = validate_object,
     jobs: int | None = 1,
 ) -> list[DocumentResult]:
-    """Check the chunks (in `jobs` processes when there is enough to share; None: decide
-    by the input's size, `auto_jobs`), then the Pods and workload controllers among them
-    against the claims of the same input.
+    """Check the chunks (in `jobs` processes when there is enough to share; as
+    `pool.jobs_for`: None decides by the input's size, 0 or less takes every core), then
+    the Pods and workload controllers among them against the claims of the same input.
 
     A block-style `kind: List` is checked item by item (`lists.cut_list`): its items are
     shared out like documents, and no value of the whole List is ever built. When one
@@ -350,8 +350,7 @@ def run(
     error is reported as it would be otherwise.
     """
     units, origins = _units(chunks)
-    if jobs is None:
-        jobs = auto_jobs(len(units))
+    jobs = pool.jobs_for(jobs, len(units))
     groups: list[list[DocumentResult] | None] = [[] for _ in chunks]
     for origin, found in zip(origins, _check_all(units, options=options, validate=validate,
                                                  jobs=jobs), strict=True):

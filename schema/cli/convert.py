@@ -22,7 +22,13 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from draguard.schema.cli.fix import _write_atomically
-from draguard.schema.cli.frame import add_feature_gates, add_jobs, parse_with_release, quiet
+from draguard.schema.cli.frame import (
+    WORKER_DIED,
+    add_feature_gates,
+    add_jobs,
+    parse_with_release,
+    quiet,
+)
 from draguard.schema.convert import TARGETS, convert_document
 from draguard.schema.model import pool
 from draguard.schema.model.options import Options
@@ -94,8 +100,7 @@ def main(argv: Sequence[str]) -> int:
         converted = convert_files(paths, args.to, options=options, allow_loss=args.allow_loss,
                                   keep_refused=args.in_place, jobs=args.jobs)
     except WorkerDied:  # a worker killed (out of memory, a crash in C code): nothing written
-        print("draguard convert: a worker process died; try again without --jobs",
-              file=sys.stderr)
+        print(f"draguard convert: {WORKER_DIED}", file=sys.stderr)
         return EXIT_USAGE
     status, results = EXIT_OK, []
     for path, result in zip(paths, converted, strict=True):

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from draguard.schema.advice.claims import config_reference_rewrites
-from draguard.schema.cli.frame import add_jobs
+from draguard.schema.cli.frame import WORKER_DIED, add_jobs
 from draguard.schema.model import pool
 from draguard.schema.model.shapes import identify
 from draguard.schema.read import sources
@@ -60,7 +60,7 @@ def main(argv: Sequence[str]) -> int:
         return fix_files(list(sources.expand_paths(args.paths)), dry_run=args.dry_run,
                          jobs=args.jobs)
     except pool.WorkerDied:  # a worker killed (out of memory, a crash in C): nothing written
-        print("draguard fix: a worker process died; try again without --jobs", file=sys.stderr)
+        print(f"draguard fix: {WORKER_DIED}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -104,6 +104,11 @@ def quiet(stream: TextIO | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())
 
 
+WORKER_DIED = "a worker process died; try again without --jobs"
+"""What a command with `--jobs` says when `pool.WorkerDied` (killed, out of memory, a crash
+in C code, or no process could start), after its own name."""
+
+
 def add_jobs(parser: argparse.ArgumentParser) -> None:
     """`-j/--jobs` as `draguard lint` has it (`pool.jobs_for` reads it)."""
     from draguard.schema.model.pool import AUTO_DOCUMENTS

@@ -16,6 +16,7 @@ from draguard.schema import lint
 from draguard.schema.advice.claims import PROFILES
 from draguard.schema.advice.codes import refusal
 from draguard.schema.cli.frame import (
+    WORKER_DIED,
     Parser,
     UsageError,
     add_feature_gates,
@@ -120,7 +121,6 @@ def main(
         args = parser.parse_args(list(argv))
         options = build_options(args)
         disabled = disabled_codes(args.disable)
-        jobs = args.jobs if args.jobs is None or args.jobs > 0 else lint.usable_cores()
     except UsageError as exc:
         err.write(f"{parser.format_usage()}draguard lint: error: {exc}\n")
         return EXIT_USAGE
@@ -146,9 +146,9 @@ def main(
 
     report = Report(disabled=disabled)
     try:
-        results = lint.run(chunks, options=options, validate=validate, jobs=jobs)
+        results = lint.run(chunks, options=options, validate=validate, jobs=args.jobs)
     except lint.WorkerDied:  # a worker killed (out of memory, a crash in C code)
-        err.write("draguard lint: a worker process died; try again without --jobs\n")
+        err.write(f"draguard lint: {WORKER_DIED}\n")
         return EXIT_USAGE
     facts = lint.add_input_namespaces(chunks, results, cluster.facts if cluster else None)
     if args.verbose and options.namespace_labels is None and facts is None:

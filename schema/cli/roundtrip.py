@@ -17,7 +17,13 @@ from functools import partial
 from typing import Any
 
 from draguard.schema.cli.documents import DocumentReader, Read, pieces, read_piece
-from draguard.schema.cli.frame import add_feature_gates, add_jobs, parse_with_release, quiet
+from draguard.schema.cli.frame import (
+    WORKER_DIED,
+    add_feature_gates,
+    add_jobs,
+    parse_with_release,
+    quiet,
+)
 from draguard.schema.model import pool
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import DEFAULT_RELEASE
@@ -58,8 +64,7 @@ def main(argv: Sequence[str]) -> int:
                 if not lossless and status == EXIT_OK:
                     status = EXIT_DIFFERENT
     except pool.WorkerDied:  # a worker killed (out of memory, a crash in C code)
-        print("draguard roundtrip: a worker process died; try again without --jobs",
-              file=sys.stderr)
+        print(f"draguard roundtrip: {WORKER_DIED}", file=sys.stderr)
         return EXIT_USAGE
     if reader.summary() is not None:
         print(reader.summary(), file=sys.stderr)
