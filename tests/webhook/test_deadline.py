@@ -286,3 +286,80 @@ def test_gevent_runner_answers_raises_stops_and_queues() -> None:
     done = subprocess.run([sys.executable, "-c", GEVENT_SCRIPT], capture_output=True,
                           text=True, timeout=120, check=False)
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+# --- the inline slice: light reviews on the worker's main thread first ----------------------
+
+INLINE_SCRIPT = r'''
+from gevent import monkey
+monkey.patch_all(thread=False)
+import os, signal, threading, time
+from draguard.webhook.serving.deadline import GeventRunner
+
+main = threading.get_ident()
+
+# Something else in the process handles SIGALRM: the slice is off, reviews go to threads.
+signal.signal(signal.SIGALRM, lambda signum, frame: None)
+ok, ident = GeventRunner(1).run(threading.get_ident, 30)
+assert ok and ident != main, "ran inline beside a foreign SIGALRM handler"
+signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+runner = GeventRunner(2)
+assert runner.run(threading.get_ident, 30) == (True, main), "a light review not run inline"
+ok, ident = runner.run(threading.get_ident, 30, heavy=True)
+assert ok and ident != main, "a heavy review ran inline"
+
+def boom():
+    raise KeyError("boom")
+try:
+    runner.run(boom, 30)
+except KeyError:
+    pass
+else:
+    raise AssertionError("the inline call's exception was not raised")
+
+# Still running at the end of the slice: stopped there, run again on a review thread.
+attempts = []
+def slow_on_main():
+    attempts.append(threading.get_ident())
+    while threading.get_ident() == main:
+        time.sleep(0.001)
+    return "finished"
+assert runner.run(slow_on_main, 30) == (True, "finished")
+assert len(attempts) == 2 and attempts[0] == main and attempts[1] != main, attempts
+
+# Never finishing: stopped inline, then on the thread at the deadline.
+stopped = []
+def spin():
+    try:
+        while True:
+            pass
+    finally:
+        stopped.append(threading.get_ident())
+assert runner.run(spin, 0.05) == (False, None)
+for _ in range(30000):
+    if len(stopped) == 2:
+        break
+    time.sleep(0.001)
+assert len(stopped) == 2 and stopped[0] == main and stopped[1] != main, stopped
+
+# An alarm once no review runs is ignored (one may land just after a review returned).
+assert runner.run(lambda: 7, 30) == (True, 7)
+os.kill(os.getpid(), signal.SIGALRM)
+time.sleep(0.01)
+assert runner.run(threading.get_ident, 30) == (True, main)
+print("ok")
+'''
+
+
+def test_light_reviews_run_inline_for_a_slice_then_on_a_thread() -> None:
+    """In a gevent worker a light review runs on the main thread, where the connections
+    are served, for at most `INLINE_SLICE`; then it is stopped and run again on a review
+    thread within what is left of the deadline. Heavy reviews never run inline, and the
+    slice is off when something else owns SIGALRM."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", INLINE_SCRIPT], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr

@@ -1,12 +1,19 @@
-"""Reviews run on a small pool of threads, each within a deadline (issue 15 §2).
+"""Reviews run within a deadline, without holding the worker's connections (issue 15 §2).
 
 The rule set is pure Python and CPU-bound: run where the connections are served it
-would hold every other connection of the worker while it works. So a review runs on
-one of `threads` native threads, and the request waits for it at most `seconds`. Past
-that the caller answers by the failure mode, and the review is stopped: the thread is
-sent `ReviewDeadline` with `PyThreadState_SetAsyncExc` (CPython's documented C API),
-which lands at its next Python instruction (a C call such as one CEL compilation
-finishes first). A review still queued when its time is up never starts.
+holds every other connection of the worker while it works. A light review (most of the
+traffic) costs less than handing it to another thread, so in gunicorn's gevent workers
+it runs first on the worker's main thread, inline, for at most `INLINE_SLICE` seconds
+(`InlineSlice`: an interval timer, `signal.setitimer`, whose SIGALRM handler raises
+`SliceOver` in the review). A review stopped there starts again on one of `threads`
+native threads (the stop lands as one past the deadline lands on a thread, and the
+rule set's answer is a function of the review alone, so the rerun gives the same
+answer), and the request waits for it at most what is left of `seconds`: the
+connections of the worker were held for one slice at most. Past the deadline the caller answers by the failure
+mode, and the review is stopped: the thread is sent `ReviewDeadline` with
+`PyThreadState_SetAsyncExc` (CPython's documented C API), which lands at its next
+Python instruction (a C call such as one CEL compilation finishes first). A review
+still queued when its time is up never starts.
 
 Heavy reviews, one at a time (issue 15 §2, bench/RESULTS.md): threads share the
 worker's GIL, so a few reviews burning CPU (a claim of hundreds of distinct 4 KB CEL
@@ -14,19 +21,19 @@ selectors takes seconds) starve the worker's other requests, and the greenlets t
 read and write every connection with them. A review's work grows with its body, so a
 review whose body is larger than `HEAVY_BODY_BYTES` (ten times a large real claim), or
 that holds more than `HEAVY_CEL_CHARS` of CEL this worker has not compiled yet (the
-costliest part per byte), first waits for the worker's single heavy thread, within the
-same deadline: the worker's other threads stay free for the
-small reviews that make up the traffic, and heavy ones past the deadline are answered
-by the failure mode without running. The heavy thread has a lower CPU priority (a
-higher nice value), so that on busy cores the kernel runs the others first.
+costliest part per byte), never runs inline: it waits for the worker's single heavy
+thread, within the same deadline: the worker's main thread and other threads stay free
+for the small reviews that make up the traffic, and heavy ones past the deadline are
+answered by the failure mode without running. The heavy thread has a lower CPU priority
+(a higher nice value), so that on busy cores the kernel runs the others first.
 `SWITCH_INTERVAL` is how long a thread may keep the GIL while another waits (CPython's
 default is 5 ms): shorter, so that the greenlets serving connections get it back
 quickly from a heavy review.
 
-Two pools with one interface: `GeventRunner` in gunicorn's gevent workers (the
-request's greenlet waits for a native thread's result, so the worker keeps serving
-other connections meanwhile; `Handoff`), `ThreadRunner` elsewhere (the Flask test
-client, tests).
+Two runners with one interface: `GeventRunner` in gunicorn's gevent workers (inline
+first; a request's greenlet waits for a native thread's result, so the worker keeps
+serving other connections meanwhile; `Handoff`), `ThreadRunner` elsewhere (the Flask
+test client, tests: always a thread).
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import signal
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from types import FrameType
 from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -49,10 +58,19 @@ HEAVY_CEL_CHARS = 2048  # CEL this worker has not compiled yet: compiling costs 
 HEAVY_SLOTS = 1
 HEAVY_NICE = 10  # added to the heavy threads' nice value (at most 19)
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval)
+# How long a light review may hold the worker's main thread (and so its connections)
+# before it is moved to a review thread: far above what a light review takes, far
+# below the review deadline.
+INLINE_SLICE = 0.02  # seconds
 
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
 _set_async_exc.restype = ctypes.c_int
+
+
+class SliceOver(BaseException):
+    """Raised in an inline review at the end of its slice (`InlineSlice`); a BaseException
+    for the same reason as `ReviewDeadline`."""
 
 
 class ReviewDeadline(BaseException):
@@ -135,8 +153,9 @@ class ThreadRunner:
 
 
 class GeventRunner:
-    """Native threads waited for by a greenlet (gevent workers): the request's greenlet
-    waits on an `AsyncResult`, so the worker keeps serving other connections meanwhile."""
+    """Inline first, then native threads waited for by a greenlet (gevent workers): the
+    request's greenlet waits on an `AsyncResult`, so the worker keeps serving other
+    connections meanwhile."""
 
     def __init__(self, threads: int) -> None:
         import gevent
@@ -144,23 +163,80 @@ class GeventRunner:
         self._timeout = gevent.Timeout
         self._pool = Handoff(threads, name="review")
         self._heavy = Handoff(HEAVY_SLOTS, name="heavy", initializer=_lower_priority)
+        self._inline = InlineSlice(INLINE_SLICE)
         sys.setswitchinterval(SWITCH_INTERVAL)
 
     def run(self, call: Callable[[], T], seconds: float, *,
             heavy: bool = False) -> tuple[bool, T | None]:
-        job = Job(call)
-        # One timer for the wait for a free thread and for the review itself.
+        # One timer for the inline slice, the wait for a free thread and the review
+        # itself: the inline run does not yield to the hub, so the timer cannot fire
+        # during it, and what it used is gone from the thread's time.
         timer = self._timeout(seconds)
         timer.start()
         try:
-            return True, (self._heavy if heavy else self._pool).run(job.run)
-        except self._timeout as exc:
-            if exc is not timer:
-                raise
-            job.cancel()
-            return False, None
+            if not heavy:
+                done, value = self._inline.run(call, seconds)
+                if done:
+                    return True, value
+            job = Job(call)
+            try:
+                return True, (self._heavy if heavy else self._pool).run(job.run)
+            except self._timeout as exc:
+                if exc is not timer:
+                    raise
+                job.cancel()
+                return False, None
         finally:
             timer.close()
+
+
+class InlineSlice:
+    """Runs a call on this process's main thread for at most `seconds`.
+
+    SIGALRM from an interval timer (`signal.setitimer`, ITIMER_REAL) ends the slice: its
+    handler, which Python runs on the main thread between two instructions, raises
+    `SliceOver` in the call, which is then not finished (a C call such as one CEL
+    compilation finishes first). The handler raises only while a call is running, so an
+    alarm that lands just after the call returned is ignored; one that lands between the
+    call's return and the end of the slice costs a rerun, never a wrong answer. Off (every
+    call is declined) outside the main thread, or when something else in the process
+    already handles SIGALRM.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._running = False
+        self._usable: bool | None = None  # decided by the first call, on the main thread
+
+    def run(self, call: Callable[[], T], deadline: float) -> tuple[bool, T | None]:
+        """(True, result) when `call` finished within the slice (its exception is raised
+        here); (False, None) when it was stopped at the slice's end, or not run."""
+        if not self._ready():
+            return False, None
+        self._running = True
+        signal.setitimer(signal.ITIMER_REAL, min(self._seconds, deadline))
+        try:
+            try:
+                return True, call()
+            finally:
+                self._running = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except SliceOver:
+            return False, None
+
+    def _ready(self) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if self._usable is None:
+            self._usable = signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+            if self._usable:
+                signal.signal(signal.SIGALRM, self._alarm)
+        return self._usable
+
+    def _alarm(self, signum: int, frame: FrameType | None) -> None:
+        if self._running:
+            self._running = False
+            raise SliceOver
 
 
 class Handoff:

@@ -10,11 +10,12 @@ Kyverno: `ReadHeaderTimeout`, `ReadTimeout`, `IdleTimeout`):
 - the first request's headers within `read_timeout`; later ones within `keepalive`,
   which is also how long a kept-alive connection may stay idle (`timeout_ctx`);
 - each request, body and answer, within `read_timeout + review_timeout`
-  (`handle_request`); the review itself runs on native threads within `review_timeout`
-  (`draguard.webhook.serving.deadline`).
+  (`handle_request`); the review itself runs within `review_timeout`, inline for a
+  short slice, then on native threads (`draguard.webhook.serving.deadline`).
 
 Past a deadline the connection is closed quietly (one debug line). Threads are not
-monkey-patched: the reviews run on native threads and take native locks.
+monkey-patched: the reviews run on native threads and take native locks. The worker's
+SIGALRM belongs to the inline slice.
 
 Relies on gunicorn's `GeventWorker` methods `patch`, `timeout_ctx` and `handle_request`
 (overridden here) and on gevent's `StreamServer` calling the SSL context's
