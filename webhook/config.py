@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--client-ca", help="require a client certificate signed by this CA (PEM): mutual "
         "TLS with the apiserver's admission kubeconfig")
     add("--workers", type=int, help="gunicorn worker processes (default 2)")
-    add("--threads", type=int, help="review threads per worker (default 4); connections are greenlets")
+    add("--threads", type=int, help="review threads per worker (default 4), for reviews not "
+                                    "done within their inline slice; connections are greenlets")
     add("--keepalive", type=int,
         help="seconds an idle keep-alive connection stays open (default 120)")
     add("--policy", help="mutation policy file (reloaded on change)")
