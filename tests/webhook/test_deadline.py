@@ -228,7 +228,7 @@ monkey.patch_all(thread=False)
 import os, threading, gevent
 from draguard.webhook.serving.deadline import GeventRunner, HEAVY_NICE
 
-runner = GeventRunner(2)
+runner = GeventRunner(2, inline=None)  # the threads alone (the inline slice: below)
 assert runner.run(lambda: 42, 30) == (True, 42)
 
 def boom():
@@ -297,14 +297,15 @@ import os, signal, threading, time
 from draguard.webhook.serving.deadline import GeventRunner
 
 main = threading.get_ident()
+LONG = 30  # a slice that a short call never outlasts, however loaded the machine
 
 # Something else in the process handles SIGALRM: the slice is off, reviews go to threads.
 signal.signal(signal.SIGALRM, lambda signum, frame: None)
-ok, ident = GeventRunner(1).run(threading.get_ident, 30)
+ok, ident = GeventRunner(1, inline=LONG).run(threading.get_ident, 30)
 assert ok and ident != main, "ran inline beside a foreign SIGALRM handler"
 signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
-runner = GeventRunner(2)
+runner = GeventRunner(2, inline=LONG)
 assert runner.run(threading.get_ident, 30) == (True, main), "a light review not run inline"
 ok, ident = runner.run(threading.get_ident, 30, heavy=True)
 assert ok and ident != main, "a heavy review ran inline"
@@ -318,17 +319,8 @@ except KeyError:
 else:
     raise AssertionError("the inline call's exception was not raised")
 
-# Still running at the end of the slice: stopped there, run again on a review thread.
-attempts = []
-def slow_on_main():
-    attempts.append(threading.get_ident())
-    while threading.get_ident() == main:
-        time.sleep(0.001)
-    return "finished"
-assert runner.run(slow_on_main, 30) == (True, "finished")
-assert len(attempts) == 2 and attempts[0] == main and attempts[1] != main, attempts
-
-# Never finishing: stopped inline, then on the thread at the deadline.
+# Never finishing: stopped inline at the deadline (the slice is longer), then answered
+# past it; the next review runs inline again.
 stopped = []
 def spin():
     try:
@@ -337,11 +329,19 @@ def spin():
     finally:
         stopped.append(threading.get_ident())
 assert runner.run(spin, 0.05) == (False, None)
-for _ in range(30000):
-    if len(stopped) == 2:
-        break
-    time.sleep(0.001)
-assert len(stopped) == 2 and stopped[0] == main and stopped[1] != main, stopped
+assert stopped[0] == main, stopped
+assert runner.run(threading.get_ident, 30) == (True, main)
+
+# Still running at the end of a short slice: stopped there, run again on a review thread.
+short = GeventRunner(2, inline=0.02)
+attempts = []
+def slow_on_main():
+    attempts.append(threading.get_ident())
+    while threading.get_ident() == main:
+        time.sleep(0.001)
+    return "finished"
+assert short.run(slow_on_main, 30) == (True, "finished")
+assert len(attempts) == 2 and attempts[0] == main and attempts[1] != main, attempts
 
 # An alarm once no review runs is ignored (one may land just after a review returned).
 assert runner.run(lambda: 7, 30) == (True, 7)

@@ -157,13 +157,14 @@ class GeventRunner:
     request's greenlet waits on an `AsyncResult`, so the worker keeps serving other
     connections meanwhile."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, *, inline: float | None = INLINE_SLICE) -> None:
+        """`inline`: the slice in seconds, None for none (every review on a thread)."""
         import gevent
 
         self._timeout = gevent.Timeout
         self._pool = Handoff(threads, name="review")
         self._heavy = Handoff(HEAVY_SLOTS, name="heavy", initializer=_lower_priority)
-        self._inline = InlineSlice(INLINE_SLICE)
+        self._inline = InlineSlice(inline) if inline is not None else None
         sys.setswitchinterval(SWITCH_INTERVAL)
 
     def run(self, call: Callable[[], T], seconds: float, *,
@@ -174,7 +175,7 @@ class GeventRunner:
         timer = self._timeout(seconds)
         timer.start()
         try:
-            if not heavy:
+            if not heavy and self._inline is not None:
                 done, value = self._inline.run(call, seconds)
                 if done:
                     return True, value
@@ -205,38 +206,46 @@ class InlineSlice:
 
     def __init__(self, seconds: float) -> None:
         self._seconds = seconds
-        self._running = False
-        self._usable: bool | None = None  # decided by the first call, on the main thread
 
     def run(self, call: Callable[[], T], deadline: float) -> tuple[bool, T | None]:
         """(True, result) when `call` finished within the slice (its exception is raised
         here); (False, None) when it was stopped at the slice's end, or not run."""
-        if not self._ready():
+        if not _alarm_ready():
             return False, None
-        self._running = True
+        _slice[0] = True
         signal.setitimer(signal.ITIMER_REAL, min(self._seconds, deadline))
         try:
             try:
                 return True, call()
             finally:
-                self._running = False
+                _slice[0] = False
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except SliceOver:
             return False, None
 
-    def _ready(self) -> bool:
-        if threading.current_thread() is not threading.main_thread():
-            return False
-        if self._usable is None:
-            self._usable = signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
-            if self._usable:
-                signal.signal(signal.SIGALRM, self._alarm)
-        return self._usable
 
-    def _alarm(self, signum: int, frame: FrameType | None) -> None:
-        if self._running:
-            self._running = False
-            raise SliceOver
+# Whether an inline call runs now: one process-wide flag, as SIGALRM and its handler are
+# one per process (calls run one at a time, on the main thread).
+_slice = [False]
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    if _slice[0]:
+        _slice[0] = False
+        raise SliceOver
+
+
+def _alarm_ready() -> bool:
+    """On the main thread, with SIGALRM handled by `_alarm` (installed on first use)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    handler = signal.getsignal(signal.SIGALRM)
+    if handler is _alarm:
+        return True
+    if handler not in (signal.SIG_DFL, None):
+        return False
+    signal.signal(signal.SIGALRM, _alarm)
+    return True
 
 
 class Handoff:
