@@ -44,6 +44,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -169,24 +170,24 @@ class GeventRunner:
 
     def run(self, call: Callable[[], T], seconds: float, *,
             heavy: bool = False) -> tuple[bool, T | None]:
-        # One timer for the inline slice, the wait for a free thread and the review
-        # itself: the inline run does not yield to the hub, so the timer cannot fire
-        # during it, and what it used is gone from the thread's time.
+        if not heavy and self._inline is not None:
+            started = time.monotonic()
+            done, value = self._inline.run(call, seconds)
+            if done:
+                return True, value
+            # What the slice used is gone from the thread's time.
+            seconds = max(0.0, seconds - (time.monotonic() - started))
+        job = Job(call)
+        # One timer for the wait for a free thread and for the review itself.
         timer = self._timeout(seconds)
         timer.start()
         try:
-            if not heavy and self._inline is not None:
-                done, value = self._inline.run(call, seconds)
-                if done:
-                    return True, value
-            job = Job(call)
-            try:
-                return True, (self._heavy if heavy else self._pool).run(job.run)
-            except self._timeout as exc:
-                if exc is not timer:
-                    raise
-                job.cancel()
-                return False, None
+            return True, (self._heavy if heavy else self._pool).run(job.run)
+        except self._timeout as exc:
+            if exc is not timer:
+                raise
+            job.cancel()
+            return False, None
         finally:
             timer.close()
 
