@@ -222,6 +222,29 @@ def test_escaped_expression_keys_still_count() -> None:
 
 # --- the gevent runner, in a process of its own (monkey-patching would change this one) ----
 
+# Run by each script with its `runner`: the call's exception reaches the caller.
+RAISES = r'''
+def boom():
+    raise KeyError("boom")
+try:
+    runner.run(boom, 30)
+except KeyError:
+    pass
+else:
+    raise AssertionError("the call's exception was not raised where it was asked for")
+'''
+
+
+def run_script(script: str) -> None:
+    """Run `script` in a Python process of its own; it prints "ok" when all went well."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
 GEVENT_SCRIPT = r'''
 from gevent import monkey
 monkey.patch_all(thread=False)
@@ -231,15 +254,7 @@ from draguard.webhook.serving.deadline import GeventRunner, HEAVY_NICE
 runner = GeventRunner(2, inline=None)  # the threads alone (the inline slice: below)
 assert runner.run(lambda: 42, 30) == (True, 42)
 
-def boom():
-    raise KeyError("boom")
-try:
-    runner.run(boom, 30)
-except KeyError:
-    pass
-else:
-    raise AssertionError("the call's exception was not raised in the waiting greenlet")
-
+''' + RAISES + r'''
 ended = threading.Event()
 def spin():
     try:
@@ -280,12 +295,7 @@ def test_gevent_runner_answers_raises_stops_and_queues() -> None:
     """`GeventRunner` (gunicorn's gevent workers) keeps ThreadRunner's promises: results,
     the call's exception, a review stopped past its deadline, many waiting greenlets, the
     heavy thread one at a time and of lower priority."""
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", GEVENT_SCRIPT], capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+    run_script(GEVENT_SCRIPT)
 
 
 # --- the inline slice: light reviews on the worker's main thread first ----------------------
@@ -310,15 +320,7 @@ assert runner.run(threading.get_ident, 30) == (True, main), "a light review not 
 ok, ident = runner.run(threading.get_ident, 30, heavy=True)
 assert ok and ident != main, "a heavy review ran inline"
 
-def boom():
-    raise KeyError("boom")
-try:
-    runner.run(boom, 30)
-except KeyError:
-    pass
-else:
-    raise AssertionError("the inline call's exception was not raised")
-
+''' + RAISES + r'''
 # Never finishing: stopped inline at the deadline (the slice is longer), then answered
 # past it; the next review runs inline again.
 stopped = []
@@ -357,9 +359,4 @@ def test_light_reviews_run_inline_for_a_slice_then_on_a_thread() -> None:
     are served, for at most `INLINE_SLICE`; then it is stopped and run again on a review
     thread within what is left of the deadline. Heavy reviews never run inline, and the
     slice is off when something else owns SIGALRM."""
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", INLINE_SCRIPT], capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+    run_script(INLINE_SCRIPT)
