@@ -86,16 +86,37 @@ class Summary:
 
 @dataclass(slots=True)
 class Report:
-    """Accumulates the results of one run; warnings with a disabled code are dropped here."""
+    """Accumulates the results of one run; warnings with a disabled code are dropped here.
+
+    `parts` holds results' parts of the report rendered ahead, where they were checked
+    (`parts_for`); a result without one is rendered when the report is.
+    """
 
     disabled: frozenset[str] = frozenset()
     results: list[DocumentResult] = field(default_factory=list)
+    parts: Parts | None = None
 
     def add(self, result: DocumentResult) -> None:
-        if self.disabled and result.warnings:
-            kept = tuple(w for w in result.warnings if w.code not in self.disabled)
-            result = result._replace(warnings=kept)
-        self.results.append(result)
+        self.results.append(without_codes(result, self.disabled))
+
+    def parts_for(self, output: str) -> Parts | None:
+        """Where results' parts in the `output` format are kept when they are rendered
+        as the results are made (`lint.run` in its workers), for the formats rendered
+        result by result (`PARTS`); None for the others."""
+        if output not in PARTS:
+            return None
+        self.parts = Parts(PartRenderer(output, self.disabled))
+        return self.parts
+
+    def part(self, result: DocumentResult, output: str) -> str:
+        """`result`'s part of the report in `output` (one of `PARTS`): the one rendered
+        ahead from this very result, else rendered now."""
+        parts = self.parts
+        if parts is not None and parts.render.output == output:
+            made = parts.made.get(id(result))
+            if made is not None and made[0] is result:
+                return made[1]
+        return PARTS[output](result)
 
     def extend(self, results: Iterable[DocumentResult]) -> None:
         for result in results:
@@ -133,6 +154,48 @@ class Report:
         return fail_on_warning and any(r.warnings for r in self.results)
 
 
+def without_codes(result: DocumentResult, disabled: frozenset[str]) -> DocumentResult:
+    """`result` without its warnings of a `disabled` code; the same object when it has none."""
+    if not disabled or not result.warnings:
+        return result
+    kept = tuple(w for w in result.warnings if w.code not in disabled)
+    return result if len(kept) == len(result.warnings) else result._replace(warnings=kept)
+
+
+@dataclass(frozen=True, slots=True)
+class PartRenderer:
+    """What a worker needs to render its results' parts of the report: the format, and
+    the codes `Report.add` drops (dropped first, so that the part is of what is kept)."""
+
+    output: str
+    disabled: frozenset[str] = frozenset()
+
+    def __call__(self, result: DocumentResult) -> tuple[DocumentResult, str]:
+        """The result as the report keeps it, and its part (empty for a skipped one)."""
+        result = without_codes(result, self.disabled)
+        return result, "" if result.skipped else PARTS[self.output](result)
+
+
+class Parts:
+    """Results' parts of the report, rendered where the results were made (issue 21).
+
+    The pool's workers render each result as they check it, so that the main process
+    only joins text in input order instead of rendering every result after the workers
+    end, on one core. Each part is kept with the very result object it was made from
+    (so its `id` cannot be reused meanwhile): a result replaced since (cross-checked,
+    given cluster findings) is a new object, and is rendered again from what it holds.
+    """
+
+    __slots__ = ("made", "render")
+
+    def __init__(self, render: PartRenderer) -> None:
+        self.render = render
+        self.made: dict[int, tuple[DocumentResult, str]] = {}
+
+    def keep(self, result: DocumentResult, part: str) -> None:
+        self.made[id(result)] = (result, part)
+
+
 def _not_validated(result: DocumentResult) -> bool:
     """Skipped in the summary: any document that is not a claim or template.
 
@@ -149,11 +212,7 @@ _NO_PATH = FieldPath()  # a line about the whole document (a template)
 
 def render_text(report: Report) -> str:
     """`file:line:col: field: message`, one finding a line, then a summary line."""
-    lines: list[str] = []
-    for result in report.checked:
-        for err in result.errors:
-            lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
-        lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
+    lines = [part for part in (report.part(r, "text") for r in report.checked) if part]
     lines.extend(_text_line(r.file, r.line, r.column, _NO_PATH, r.skip_reason)
                  for r in report.templated)
     s = report.summary()
@@ -161,6 +220,14 @@ def render_text(report: Report) -> str:
     lines.append(f"{s.documents} {noun}: {s.valid} valid, {s.invalid} invalid, "
                  f"{s.skipped} skipped" + (f", {s.templated} templated" if s.templated else ""))
     return "\n".join(lines) + "\n"
+
+
+def text_part(result: DocumentResult) -> str:
+    """A result's lines of the text report (no line break after the last; empty for none)."""
+    lines = [_text_line(result.file, err.line, err.column, err.field, err.message)
+             for err in result.errors]
+    lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
+    return "\n".join(lines)
 
 
 def _text_line(file: str, line: int, column: int, path: FieldPath, message: str) -> str:
@@ -178,20 +245,26 @@ def _warning_line(file: str, warn: LintWarning) -> str:
 def render_json(report: Report) -> str:
     """The object of `contract.md` §4: `results` and `summary`."""
     s = report.summary()
-    out: dict[str, Any] = {
-        "results": [result_json(r) for r in report.checked],
-        "summary": {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
-                    "skipped": s.skipped},
-    }
+    summary: dict[str, int] = {"documents": s.documents, "valid": s.valid,
+                               "invalid": s.invalid, "skipped": s.skipped}
+    tail = ""
     if s.templated:  # only then, so that the usual output stays as contract §4 shows it
-        out["summary"] = {**out["summary"], "templated": s.templated}
-        out["templated"] = [
+        summary["templated"] = s.templated
+        tail = ', "templated": ' + json.dumps([
             {"file": r.file, "document": r.document, "line": r.line, "column": r.column,
              "message": r.skip_reason}
             for r in report.templated
-        ]
-    # No indent: only the compact form is encoded in C, and tools are the readers.
-    return json.dumps(out) + "\n"
+        ])
+    # The text `json.dumps` gives for the whole object (default separators), with each
+    # result's part encoded on its own (`json_part`), so that a worker can render it.
+    results = ", ".join([report.part(r, "json") for r in report.checked])
+    return f'{{"results": [{results}], "summary": {json.dumps(summary)}{tail}}}\n'
+
+
+def json_part(result: DocumentResult) -> str:
+    """A result's object in `results` of the JSON report, encoded. No indent: only the
+    compact form is encoded in C, and tools are the readers."""
+    return json.dumps(result_json(result))
 
 
 def result_json(result: DocumentResult) -> dict[str, Any]:
@@ -364,6 +437,11 @@ REPORTERS: dict[str, Reporter] = {
     "junit": render_junit,
     "sarif": render_sarif,
 }
+
+
+PARTS: dict[str, Callable[[DocumentResult], str]] = {"text": text_part, "json": json_part}
+"""The formats whose report is each checked result's part joined in input order (text
+between the others' parts and the summary; see `render_text`, `render_json`)."""
 
 
 def render(report: Report, output: str) -> str:

@@ -9,12 +9,15 @@ import pytest
 from lint_fakes import parse_path
 
 from draguard.schema.report import (
+    PARTS,
     REPORTERS,
     DocumentResult,
     Finding,
     LintWarning,
     Report,
     render,
+    result_json,
+    without_codes,
 )
 
 DUP = Finding(parse_path("spec.devices.requests[0].firstAvailable[1]"), "Duplicate", 'Duplicate value: "a"', 12, 9)
@@ -48,6 +51,66 @@ def test_json_matches_the_contract_shape() -> None:
                                   "line": 12, "column": 9}
     assert (first["file"], first["document"], first["valid"]) == ("a.yaml", 0, False)
     assert out["summary"] == {"documents": 4, "valid": 2, "invalid": 1, "skipped": 1}
+
+
+def _whole_json(report: Report) -> str:
+    """The JSON report as one `json.dumps` of the whole object (how it was made before
+    results' parts were rendered apart)."""
+    s = report.summary()
+    summary = {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
+               "skipped": s.skipped}
+    whole: dict[str, object] = {"results": [result_json(r) for r in report.checked],
+                                "summary": summary}
+    if s.templated:
+        summary["templated"] = s.templated
+        whole["templated"] = [{"file": r.file, "document": r.document, "line": r.line,
+                               "column": r.column, "message": r.skip_reason}
+                              for r in report.templated]
+    return json.dumps(whole) + "\n"
+
+
+def test_json_is_the_whole_object_encoded_at_once() -> None:
+    """The JSON report joins each result's part, byte for byte what `json.dumps` gives for
+    the whole object (contract.md §4 is parsed by tools; compared as bytes here)."""
+    report = _report()
+    assert render(report, "json") == _whole_json(report)
+    report.add(DocumentResult("c.yaml", 0, None, None, None, None, skipped=True,
+                              skip_reason='a template: "{{ x }}" \u00e9', line=3, column=7,
+                              templated=True))
+    assert render(report, "json") == _whole_json(report)
+    assert render(Report(), "json") == _whole_json(Report())
+
+
+@pytest.mark.parametrize("output", sorted(PARTS))
+def test_a_part_rendered_ahead_is_used_only_for_its_own_result(output: str) -> None:
+    """A part made where the result was checked is joined as it is; a result replaced since
+    (cross-checked, given cluster findings) is rendered again from what it now holds."""
+    report = _report()
+    parts = report.parts_for(output)
+    assert parts is not None
+    first, second = report.results[0], report.results[1]
+    parts.keep(first, "MADE AHEAD")
+    replaced = second._replace(warnings=())
+    parts.keep(second, "STALE")
+    report.results[1] = replaced
+    out = render(report, output)
+    assert "MADE AHEAD" in out and "STALE" not in out
+    assert report.part(replaced, output) == PARTS[output](replaced)
+    assert report.parts_for("junit") is None  # rendered whole, from the results
+
+
+def test_a_part_is_made_of_what_the_report_keeps() -> None:
+    """The workers' renderer drops the disabled codes first, as `Report.add` does, and
+    a result that loses none is the same object (so its part stays its own)."""
+    report = _report(disabled=frozenset({"parent-reference"}))
+    parts = report.parts_for("text")
+    assert parts is not None
+    with_warning = DocumentResult("a.yaml", 1, None, "ResourceClaim", "ok", "ns", warnings=(WARN,))
+    kept, part = parts.render(with_warning)
+    assert kept.warnings == () and part == ""
+    assert without_codes(with_warning, frozenset({"other"})) is with_warning
+    skipped = DocumentResult("b.yaml", 0, "v1", "ConfigMap", "cm", "ns", skipped=True)
+    assert parts.render(skipped) == (skipped, "")
 
 
 def test_json_optional_keys_appear_only_when_used() -> None:
