@@ -100,8 +100,14 @@ def _in_pool(work: Work, items: Sequence[Any], *, jobs: int,
     _inherited = (work, items) if forking else None
     # Objects alive now are moved out of the collector's sight, so that its passes in
     # the forked workers do not touch (and so copy) every inherited page (`gc.freeze`'s
-    # documented purpose); `unfreeze` gives them back afterwards.
+    # documented purpose); `unfreeze` gives them back afterwards. Here the collector is
+    # also paused while the results come in: they are acyclic (tuples, strings), yet
+    # each arrival of thousands of them set off passes over all those kept so far,
+    # which cost this process more CPU than taking the results (bench/RESULTS.md), on
+    # the cores the workers need. Cyclic garbage made meanwhile is collected after.
     gc.freeze()
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         with ProcessPoolExecutor(jobs, mp_context=context) as pool:
             futures = [pool.submit(_do_range, k, end) if forking
@@ -113,6 +119,8 @@ def _in_pool(work: Work, items: Sequence[Any], *, jobs: int,
     finally:
         _inherited = None
         gc.unfreeze()
+        if collecting:
+            gc.enable()
 
 
 _inherited: tuple[Work, Sequence[Any]] | None = None  # `_in_pool`'s, for its forks
