@@ -262,34 +262,37 @@ def render_json(report: Report) -> str:
 
 
 def json_part(result: DocumentResult) -> str:
-    """A result's object in `results` of the JSON report, encoded. No indent: only the
-    compact form is encoded in C, and tools are the readers."""
-    return json.dumps(result_json(result))
+    """A result's object in `results` of the JSON report, as `json.dumps` encodes it
+    (default separators, ASCII), with its keys in contract §4's order: `item` and
+    `warnings` only when the result has them.
+
+    Written out key by key rather than built as dicts for `json.dumps`: every value
+    is encoded by the same encoder (`_encode`) and the numbers are `int`s, so the text
+    is the same, in half the time (bench/RESULTS.md); tests/schema/test_report.py
+    checks it against `json.dumps` of the contract's object on generated results.
+    """
+    q = _encode
+    item = "" if result.item is None else f'"item": {result.item}, '
+    errors = ", ".join([
+        f'{{"field": {q(str(e.field))}, "type": {q(e.type)}, "message": {q(e.message)}, '
+        f'"line": {e.line}, "column": {e.column}}}'
+        for e in result.errors
+    ])
+    warnings = ", ".join([
+        f'{{"field": {q(str(w.field))}, "code": {q(w.code)}, "message": {q(w.message)}, '
+        f'"line": {w.line}, "column": {w.column}}}'
+        for w in result.warnings
+    ])
+    return (f'{{"file": {q(result.file)}, "document": {result.document}, {item}'
+            f'"apiVersion": {q(result.api_version)}, "kind": {q(result.kind)}, '
+            f'"name": {q(result.name)}, "namespace": {q(result.namespace)}, '
+            f'"valid": {"true" if result.valid else "false"}, "errors": [{errors}]'
+            + (f', "warnings": [{warnings}]}}' if result.warnings else "}"))
 
 
-def result_json(result: DocumentResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"file": result.file, "document": result.document}
-    if result.item is not None:
-        out["item"] = result.item
-    out.update({
-        "apiVersion": result.api_version,
-        "kind": result.kind,
-        "name": result.name,
-        "namespace": result.namespace,
-        "valid": result.valid,
-        "errors": [
-            {"field": str(e.field), "type": e.type, "message": e.message, "line": e.line,
-             "column": e.column}
-            for e in result.errors
-        ],
-    })
-    if result.warnings:
-        out["warnings"] = [
-            {"field": str(w.field), "code": w.code, "message": w.message, "line": w.line,
-             "column": w.column}
-            for w in result.warnings
-        ]
-    return out
+_encode = json.JSONEncoder().encode
+"""`json.dumps` of one value: `dumps` with its default arguments is this encoder's
+`encode` (a string straight to the C escaper), without `dumps`' check of its arguments."""
 
 
 # --- junit -------------------------------------------------------------------------

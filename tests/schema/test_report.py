@@ -6,8 +6,12 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lint_fakes import parse_path
 
+from draguard.schema.model.paths import FieldPath, MapKey
 from draguard.schema.report import (
     PARTS,
     REPORTERS,
@@ -16,7 +20,6 @@ from draguard.schema.report import (
     LintWarning,
     Report,
     render,
-    result_json,
     without_codes,
 )
 
@@ -53,13 +56,56 @@ def test_json_matches_the_contract_shape() -> None:
     assert out["summary"] == {"documents": 4, "valid": 2, "invalid": 1, "skipped": 1}
 
 
+def _contract_object(result: DocumentResult) -> dict[str, object]:
+    """A result's object in `results`, as contract.md §4 shows it (the reference the
+    reporter's text is checked against)."""
+    out: dict[str, object] = {"file": result.file, "document": result.document}
+    if result.item is not None:
+        out["item"] = result.item
+    out.update({
+        "apiVersion": result.api_version, "kind": result.kind, "name": result.name,
+        "namespace": result.namespace, "valid": result.valid,
+        "errors": [{"field": str(e.field), "type": e.type, "message": e.message,
+                    "line": e.line, "column": e.column} for e in result.errors],
+    })
+    if result.warnings:
+        out["warnings"] = [{"field": str(w.field), "code": w.code, "message": w.message,
+                            "line": w.line, "column": w.column} for w in result.warnings]
+    return out
+
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+_PATHS = st.lists(st.one_of(st.text(max_size=6), st.integers(0, 99),
+                            st.text(max_size=6).map(MapKey)), max_size=4).map(FieldPath)
+_LINES = st.integers(0, 10**6)
+
+
+@st.composite
+def _results(draw: st.DrawFn) -> DocumentResult:
+    maybe = st.none() | _TEXT
+    errors = draw(st.lists(st.builds(Finding, _PATHS, _TEXT, _TEXT, _LINES, _LINES), max_size=3))
+    warnings = draw(st.lists(st.builds(LintWarning, _PATHS, _TEXT, _TEXT, _LINES, _LINES),
+                             max_size=3))
+    return DocumentResult(draw(_TEXT), draw(_LINES), draw(maybe), draw(maybe), draw(maybe),
+                          draw(maybe), tuple(errors), tuple(warnings),
+                          item=draw(st.none() | _LINES), skipped=draw(st.booleans()))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_results())
+def test_json_part_is_json_dumps_of_the_contract_object(result: DocumentResult) -> None:
+    """Each result's part is the text `json.dumps` gives for its contract object, for any
+    text (control characters, lone surrogates, non-ASCII), missing names and items."""
+    assert PARTS["json"](result) == json.dumps(_contract_object(result))
+
+
 def _whole_json(report: Report) -> str:
     """The JSON report as one `json.dumps` of the whole object (how it was made before
     results' parts were rendered apart)."""
     s = report.summary()
     summary = {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
                "skipped": s.skipped}
-    whole: dict[str, object] = {"results": [result_json(r) for r in report.checked],
+    whole: dict[str, object] = {"results": [_contract_object(r) for r in report.checked],
                                 "summary": summary}
     if s.templated:
         summary["templated"] = s.templated
