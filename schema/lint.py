@@ -52,7 +52,7 @@ from draguard.schema.read.sources import (
     read_source,
     split_documents,
 )
-from draguard.schema.report import DocumentResult, Finding, LintWarning, PartRenderer, Parts
+from draguard.schema.report import DocumentResult, Finding, LintWarning, Parts
 from draguard.schema.validate import Verdict, validate_object
 
 if TYPE_CHECKING:
@@ -344,9 +344,10 @@ def run(
     `pool.jobs_for`: None decides by the input's size, 0 or less takes every core), then
     the Pods and workload controllers among them against the claims of the same input.
 
-    With `parts` (`Report.parts_for`), the workers also render each result's part of the
-    report, kept there for the results they make; in one process nothing is rendered
-    ahead (the report renders its results itself, on the same core).
+    With `parts` (`Report.parts_for`), each result that comes from the pool's workers
+    is rendered as it comes in, while they still run, and is returned as the report
+    keeps it (`Parts.made_from`); in one process nothing is rendered ahead (the report
+    renders its results itself, on the same core, either way).
 
     A block-style `kind: List` is checked item by item (`lists.cut_list`): its items are
     shared out like documents, and no value of the whole List is ever built. When one
@@ -462,23 +463,20 @@ def _check_all(
     units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int,
     parts: Parts | None = None,
 ) -> Iterator[list[DocumentResult] | None]:
-    """Each unit's results (`_check_unit`), in order; their parts of the report kept in
-    `parts` when the pool's workers made them."""
+    """Each unit's results (`_check_unit`), in order; from the pool's workers, each
+    rendered into `parts` as it comes in."""
     if jobs <= 1 or len(units) < 2 * pool.BATCH:
         for unit in units:
             yield _check_unit(unit, options, validate)
         return
-    render = parts.render if parts is not None else None
-    for found in pool.run(partial(_check_batch, options, validate, render), units,
-                          jobs=jobs, detach=_detached):
+    for found in pool.run(partial(_check_batch, options, validate), units, jobs=jobs,
+                          detach=_detached):
         if found is None:
             yield None
-            continue
-        results = [_from_wire(w) for w in found]
-        if parts is not None:
-            for result, wire in zip(results, found, strict=True):
-                parts.keep(result, wire[_FIELDS])
-        yield results
+        elif parts is None:
+            yield [_from_wire(w) for w in found]
+        else:
+            yield [parts.made_from(_from_wire(w)) for w in found]
 
 
 def _detached(unit: _Unit) -> _Unit:
@@ -560,24 +558,15 @@ def _item(j: int) -> FieldPath:
 
 
 def _check_batch(
-    options: Options, validate: Validator, render: PartRenderer | None,
-    batch: Sequence[_Unit],
+    options: Options, validate: Validator, batch: Sequence[_Unit]
 ) -> list[list[_Wire] | None]:
-    """A batch of units checked in a worker (`pool.run`), its results as they cross
-    back; with `render`, each as the report keeps it with its part of the report last."""
+    """A batch of units checked in a worker (`pool.run`), its results as they cross back."""
     out: list[list[_Wire] | None] = []
     for unit in batch:
         found = _check_unit(unit, options, validate)
-        if found is None:
-            out.append(None)
-        elif render is None:
-            out.append([_to_wire(r) for r in found])
-        else:
-            out.append([(*_to_wire(kept), part) for kept, part in map(render, found)])
+        out.append(None if found is None else [_to_wire(r) for r in found])
     return out
 
-
-_FIELDS = len(DocumentResult._fields)  # a wire's part of the report follows its result
 
 _Wire = tuple[Any, ...]
 """A `DocumentResult` as a worker sends it back: plain tuples, its findings' paths as
@@ -596,7 +585,7 @@ def _to_wire(result: DocumentResult) -> _Wire:
 def _from_wire(wire: _Wire) -> DocumentResult:
     errors = tuple([Finding._make((FieldPath(f[0]), *f[1:])) for f in wire[6]])
     warnings = tuple([LintWarning._make((FieldPath(w[0]), *w[1:])) for w in wire[7]])
-    return DocumentResult._make((*wire[:6], errors, warnings, *wire[8:_FIELDS]))
+    return DocumentResult._make((*wire[:6], errors, warnings, *wire[8:]))
 
 
 # --- the cluster-aware checks (issue 20; Namespaces among the inputs, issue 17) ---------

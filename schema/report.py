@@ -88,7 +88,7 @@ class Summary:
 class Report:
     """Accumulates the results of one run; warnings with a disabled code are dropped here.
 
-    `parts` holds results' parts of the report rendered ahead, where they were checked
+    `parts` holds results' parts of the report rendered ahead, as they came in
     (`parts_for`); a result without one is rendered when the report is.
     """
 
@@ -101,18 +101,18 @@ class Report:
 
     def parts_for(self, output: str) -> Parts | None:
         """Where results' parts in the `output` format are kept when they are rendered
-        as the results are made (`lint.run` in its workers), for the formats rendered
+        as the results come in (`lint.run` from its workers), for the formats rendered
         result by result (`PARTS`); None for the others."""
         if output not in PARTS:
             return None
-        self.parts = Parts(PartRenderer(output, self.disabled))
+        self.parts = Parts(output, self.disabled)
         return self.parts
 
     def part(self, result: DocumentResult, output: str) -> str:
         """`result`'s part of the report in `output` (one of `PARTS`): the one rendered
         ahead from this very result, else rendered now."""
         parts = self.parts
-        if parts is not None and parts.render.output == output:
+        if parts is not None and parts.output == output:
             made = parts.made.get(id(result))
             if made is not None and made[0] is result:
                 return made[1]
@@ -162,38 +162,31 @@ def without_codes(result: DocumentResult, disabled: frozenset[str]) -> DocumentR
     return result if len(kept) == len(result.warnings) else result._replace(warnings=kept)
 
 
-@dataclass(frozen=True, slots=True)
-class PartRenderer:
-    """What a worker needs to render its results' parts of the report: the format, and
-    the codes `Report.add` drops (dropped first, so that the part is of what is kept)."""
-
-    output: str
-    disabled: frozenset[str] = frozenset()
-
-    def __call__(self, result: DocumentResult) -> tuple[DocumentResult, str]:
-        """The result as the report keeps it, and its part (empty for a skipped one)."""
-        result = without_codes(result, self.disabled)
-        return result, "" if result.skipped else PARTS[self.output](result)
-
-
 class Parts:
-    """Results' parts of the report, rendered where the results were made (issue 21).
+    """Results' parts of the report in one format, rendered before the report is
+    (issue 21): as the pool's workers' results come in, while the workers still run,
+    instead of all of them after the workers end, on one core with the other idle.
 
-    The pool's workers render each result as they check it, so that the main process
-    only joins text in input order instead of rendering every result after the workers
-    end, on one core. Each part is kept with the very result object it was made from
+    (Rendered in the workers themselves, the parts cost the workers more CPU than the
+    main process had spent on them, and the pipe carried four times the bytes:
+    bench/RESULTS.md.) Each part is kept with the very result object it was made from
     (so its `id` cannot be reused meanwhile): a result replaced since (cross-checked,
     given cluster findings) is a new object, and is rendered again from what it holds.
     """
 
-    __slots__ = ("made", "render")
+    __slots__ = ("disabled", "made", "output")
 
-    def __init__(self, render: PartRenderer) -> None:
-        self.render = render
+    def __init__(self, output: str, disabled: frozenset[str] = frozenset()) -> None:
+        self.output = output  # one of `PARTS`
+        self.disabled = disabled  # the codes `Report.add` drops, dropped first here
         self.made: dict[int, tuple[DocumentResult, str]] = {}
 
-    def keep(self, result: DocumentResult, part: str) -> None:
-        self.made[id(result)] = (result, part)
+    def made_from(self, result: DocumentResult) -> DocumentResult:
+        """`result` as the report keeps it, its part rendered and kept."""
+        result = without_codes(result, self.disabled)
+        if not result.skipped:
+            self.made[id(result)] = (result, PARTS[self.output](result))
+        return result
 
 
 def _not_validated(result: DocumentResult) -> bool:
@@ -256,7 +249,7 @@ def render_json(report: Report) -> str:
             for r in report.templated
         ])
     # The text `json.dumps` gives for the whole object (default separators), with each
-    # result's part encoded on its own (`json_part`), so that a worker can render it.
+    # result's part encoded on its own (`json_part`), rendered as the result comes in.
     results = ", ".join([report.part(r, "json") for r in report.checked])
     return f'{{"results": [{results}], "summary": {json.dumps(summary)}{tail}}}\n'
 

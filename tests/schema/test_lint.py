@@ -294,9 +294,9 @@ def test_jobs_give_the_same_results_in_order() -> None:
 
 
 @pytest.mark.parametrize("output", ["text", "json"])
-def test_workers_render_each_results_part_of_the_report(output: str) -> None:
-    """With parts asked for, the pool's workers render every result they make (its
-    disabled codes dropped first), and the report is the one one process renders."""
+def test_results_from_the_pool_are_rendered_as_they_come_in(output: str) -> None:
+    """With parts asked for, every result from the pool's workers is rendered as it comes
+    in (its disabled codes dropped first); the report is the one one process renders."""
     docs = [
         f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c{i}}}\n"
         + ("x-errors: [[Invalid, metadata.name]]\n" if i % 3 == 0 else "")

@@ -135,9 +135,9 @@ def test_a_part_rendered_ahead_is_used_only_for_its_own_result(output: str) -> N
     parts = report.parts_for(output)
     assert parts is not None
     first, second = report.results[0], report.results[1]
-    parts.keep(first, "MADE AHEAD")
+    parts.made[id(first)] = (first, "MADE AHEAD")
     replaced = second._replace(warnings=())
-    parts.keep(second, "STALE")
+    parts.made[id(second)] = (second, "STALE")
     report.results[1] = replaced
     out = render(report, output)
     assert "MADE AHEAD" in out and "STALE" not in out
@@ -146,17 +146,17 @@ def test_a_part_rendered_ahead_is_used_only_for_its_own_result(output: str) -> N
 
 
 def test_a_part_is_made_of_what_the_report_keeps() -> None:
-    """The workers' renderer drops the disabled codes first, as `Report.add` does, and
-    a result that loses none is the same object (so its part stays its own)."""
+    """Disabled codes are dropped before the part is rendered, as `Report.add` drops
+    them; a result that loses none stays the same object (so its part stays its own)."""
     report = _report(disabled=frozenset({"parent-reference"}))
     parts = report.parts_for("text")
     assert parts is not None
     with_warning = DocumentResult("a.yaml", 1, None, "ResourceClaim", "ok", "ns", warnings=(WARN,))
-    kept, part = parts.render(with_warning)
-    assert kept.warnings == () and part == ""
+    kept = parts.made_from(with_warning)
+    assert kept.warnings == () and parts.made[id(kept)] == (kept, "")
     assert without_codes(with_warning, frozenset({"other"})) is with_warning
     skipped = DocumentResult("b.yaml", 0, "v1", "ConfigMap", "cm", "ns", skipped=True)
-    assert parts.render(skipped) == (skipped, "")
+    assert parts.made_from(skipped) is skipped and id(skipped) not in parts.made
 
 
 def test_json_optional_keys_appear_only_when_used() -> None:
