@@ -248,8 +248,9 @@ def render_json(report: Report) -> str:
              "message": r.skip_reason}
             for r in report.templated
         ])
-    # The text `json.dumps` gives for the whole object (default separators), with each
-    # result's part encoded on its own (`json_part`), rendered as the result comes in.
+    # The text `json.dumps` gives for the whole object (default separators, no indent:
+    # tools are the readers), each result's part encoded on its own (`json_part`), so
+    # that it can be rendered as the result comes in.
     results = ", ".join([report.part(r, "json") for r in report.checked])
     return f'{{"results": [{results}], "summary": {json.dumps(summary)}{tail}}}\n'
 
@@ -436,8 +437,9 @@ REPORTERS: dict[str, Reporter] = {
 
 
 PARTS: dict[str, Callable[[DocumentResult], str]] = {"text": text_part, "json": json_part}
-"""The formats whose report is each checked result's part joined in input order (text
-between the others' parts and the summary; see `render_text`, `render_json`)."""
+"""The formats whose report is each checked result's part, in input order, inside what
+the whole report adds (`render_text`: templates and the summary line after them;
+`render_json`: the object around them)."""
 
 
 def render(report: Report, output: str) -> str:
