@@ -262,7 +262,7 @@ def json_part(result: DocumentResult) -> str:
 
     Written out key by key rather than built as dicts for `json.dumps`: every value
     is encoded by the same encoder (`_encode`) and the numbers are `int`s, so the text
-    is the same, in half the time (bench/RESULTS.md); tests/schema/test_report.py
+    is the same, in about two thirds of the time (bench/RESULTS.md); tests/schema/test_report.py
     checks it against `json.dumps` of the contract's object on generated results.
     """
     q = _encode
