@@ -212,7 +212,8 @@ def render_text(report: Report) -> str:
     noun = "document" if s.documents == 1 else "documents"
     lines.append(f"{s.documents} {noun}: {s.valid} valid, {s.invalid} invalid, "
                  f"{s.skipped} skipped" + (f", {s.templated} templated" if s.templated else ""))
-    return "\n".join(lines) + "\n"
+    lines.append("")  # the last line's break, without copying the whole text to add it
+    return "\n".join(lines)
 
 
 def text_part(result: DocumentResult) -> str:
@@ -250,9 +251,15 @@ def render_json(report: Report) -> str:
         ])
     # The text `json.dumps` gives for the whole object (default separators, no indent:
     # tools are the readers), each result's part encoded on its own (`json_part`), so
-    # that it can be rendered as the result comes in.
-    results = ", ".join([report.part(r, "json") for r in report.checked])
-    return f'{{"results": [{results}], "summary": {json.dumps(summary)}{tail}}}\n'
+    # that it can be rendered as the result comes in. Joined once: the report can be
+    # tens of megabytes, and each concatenation would copy it all.
+    pieces = ['{"results": [']
+    for result in report.checked:
+        pieces += (report.part(result, "json"), ", ")
+    if len(pieces) > 1:
+        pieces.pop()  # the last separator
+    pieces.append(f'], "summary": {json.dumps(summary)}{tail}}}\n')
+    return "".join(pieces)
 
 
 def json_part(result: DocumentResult) -> str:
