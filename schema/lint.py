@@ -52,7 +52,7 @@ from draguard.schema.read.sources import (
     read_source,
     split_documents,
 )
-from draguard.schema.report import DocumentResult, Finding, LintWarning
+from draguard.schema.report import DocumentResult, Finding, LintWarning, Parts
 from draguard.schema.validate import Verdict, validate_object
 
 if TYPE_CHECKING:
@@ -338,11 +338,16 @@ def _text(value: Any) -> str | None:
 
 def run(
     chunks: Sequence[Chunk], *, options: Options, validate: Validator = validate_object,
-    jobs: int | None = 1,
+    jobs: int | None = 1, parts: Parts | None = None,
 ) -> list[DocumentResult]:
     """Check the chunks (in `jobs` processes when there is enough to share; as
     `pool.jobs_for`: None decides by the input's size, 0 or less takes every core), then
     the Pods and workload controllers among them against the claims of the same input.
+
+    With `parts` (`Report.parts_for`), each result that comes from the pool's workers
+    is rendered as it comes in, while they still run, and is returned as the report
+    keeps it (`Parts.made_from`); in one process nothing is rendered ahead (the report
+    renders its results itself, on the same core, either way).
 
     A block-style `kind: List` is checked item by item (`lists.cut_list`): its items are
     shared out like documents, and no value of the whole List is ever built. When one
@@ -352,8 +357,8 @@ def run(
     units, origins = _units(chunks)
     jobs = pool.jobs_for(jobs, len(units))
     groups: list[list[DocumentResult] | None] = [[] for _ in chunks]
-    for origin, found in zip(origins, _check_all(units, options=options, validate=validate,
-                                                 jobs=jobs), strict=True):
+    checked = _check_all(units, options=options, validate=validate, jobs=jobs, parts=parts)
+    for origin, found in zip(origins, checked, strict=True):
         group = groups[origin]
         if group is not None and found is not None:
             group.extend(found)
@@ -455,16 +460,23 @@ def _check_unit(
 
 
 def _check_all(
-    units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int
+    units: Sequence[_Unit], *, options: Options, validate: Validator, jobs: int,
+    parts: Parts | None = None,
 ) -> Iterator[list[DocumentResult] | None]:
-    """Each unit's results (`_check_unit`), in order."""
+    """Each unit's results (`_check_unit`), in order; from the pool's workers, each
+    rendered into `parts` as it comes in."""
     if jobs <= 1 or len(units) < 2 * pool.BATCH:
         for unit in units:
             yield _check_unit(unit, options, validate)
         return
     for found in pool.run(partial(_check_batch, options, validate), units, jobs=jobs,
                           detach=_detached):
-        yield None if found is None else [_from_wire(w) for w in found]
+        if found is None:
+            yield None
+        elif parts is None:
+            yield [_from_wire(w) for w in found]
+        else:
+            yield [parts.made_from(_from_wire(w)) for w in found]
 
 
 def _detached(unit: _Unit) -> _Unit:

@@ -86,16 +86,37 @@ class Summary:
 
 @dataclass(slots=True)
 class Report:
-    """Accumulates the results of one run; warnings with a disabled code are dropped here."""
+    """Accumulates the results of one run; warnings with a disabled code are dropped here.
+
+    `parts` holds results' parts of the report rendered ahead, as they came in
+    (`parts_for`); a result without one is rendered when the report is.
+    """
 
     disabled: frozenset[str] = frozenset()
     results: list[DocumentResult] = field(default_factory=list)
+    parts: Parts | None = None
 
     def add(self, result: DocumentResult) -> None:
-        if self.disabled and result.warnings:
-            kept = tuple(w for w in result.warnings if w.code not in self.disabled)
-            result = result._replace(warnings=kept)
-        self.results.append(result)
+        self.results.append(without_codes(result, self.disabled))
+
+    def parts_for(self, output: str) -> Parts | None:
+        """Where results' parts in the `output` format are kept when they are rendered
+        as the results come in (`lint.run` from its workers), for the formats rendered
+        result by result (`PARTS`); None for the others."""
+        if output not in PARTS:
+            return None
+        self.parts = Parts(output, self.disabled)
+        return self.parts
+
+    def part(self, result: DocumentResult, output: str) -> str:
+        """`result`'s part of the report in `output` (one of `PARTS`): the one rendered
+        ahead from this very result, else rendered now."""
+        parts = self.parts
+        if parts is not None and parts.output == output:
+            made = parts.made.get(id(result))
+            if made is not None and made[0] is result:
+                return made[1]
+        return PARTS[output](result)
 
     def extend(self, results: Iterable[DocumentResult]) -> None:
         for result in results:
@@ -133,6 +154,41 @@ class Report:
         return fail_on_warning and any(r.warnings for r in self.results)
 
 
+def without_codes(result: DocumentResult, disabled: frozenset[str]) -> DocumentResult:
+    """`result` without its warnings of a `disabled` code; the same object when it has none."""
+    if not disabled or not result.warnings:
+        return result
+    kept = tuple(w for w in result.warnings if w.code not in disabled)
+    return result if len(kept) == len(result.warnings) else result._replace(warnings=kept)
+
+
+class Parts:
+    """Results' parts of the report in one format, rendered before the report is
+    (issue 21): as the pool's workers' results come in, while the workers still run,
+    instead of all of them after the workers end, on one core with the other idle.
+
+    (Rendered in the workers themselves, the parts cost the workers more CPU than the
+    main process had spent on them, and the pipe carried four times the bytes:
+    bench/RESULTS.md.) Each part is kept with the very result object it was made from
+    (so its `id` cannot be reused meanwhile): a result replaced since (cross-checked,
+    given cluster findings) is a new object, and is rendered again from what it holds.
+    """
+
+    __slots__ = ("disabled", "made", "output")
+
+    def __init__(self, output: str, disabled: frozenset[str] = frozenset()) -> None:
+        self.output = output  # one of `PARTS`
+        self.disabled = disabled  # the codes `Report.add` drops, dropped first here
+        self.made: dict[int, tuple[DocumentResult, str]] = {}
+
+    def made_from(self, result: DocumentResult) -> DocumentResult:
+        """`result` as the report keeps it, its part rendered and kept."""
+        result = without_codes(result, self.disabled)
+        if not result.skipped:
+            self.made[id(result)] = (result, PARTS[self.output](result))
+        return result
+
+
 def _not_validated(result: DocumentResult) -> bool:
     """Skipped in the summary: any document that is not a claim or template.
 
@@ -149,18 +205,23 @@ _NO_PATH = FieldPath()  # a line about the whole document (a template)
 
 def render_text(report: Report) -> str:
     """`file:line:col: field: message`, one finding a line, then a summary line."""
-    lines: list[str] = []
-    for result in report.checked:
-        for err in result.errors:
-            lines.append(_text_line(result.file, err.line, err.column, err.field, err.message))
-        lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
+    lines = [part for part in (report.part(r, "text") for r in report.checked) if part]
     lines.extend(_text_line(r.file, r.line, r.column, _NO_PATH, r.skip_reason)
                  for r in report.templated)
     s = report.summary()
     noun = "document" if s.documents == 1 else "documents"
     lines.append(f"{s.documents} {noun}: {s.valid} valid, {s.invalid} invalid, "
                  f"{s.skipped} skipped" + (f", {s.templated} templated" if s.templated else ""))
-    return "\n".join(lines) + "\n"
+    lines.append("")  # the last line's break, without copying the whole text to add it
+    return "\n".join(lines)
+
+
+def text_part(result: DocumentResult) -> str:
+    """A result's lines of the text report (no line break after the last; empty for none)."""
+    lines = [_text_line(result.file, err.line, err.column, err.field, err.message)
+             for err in result.errors]
+    lines.extend(_warning_line(result.file, warn) for warn in result.warnings)
+    return "\n".join(lines)
 
 
 def _text_line(file: str, line: int, column: int, path: FieldPath, message: str) -> str:
@@ -178,45 +239,61 @@ def _warning_line(file: str, warn: LintWarning) -> str:
 def render_json(report: Report) -> str:
     """The object of `contract.md` §4: `results` and `summary`."""
     s = report.summary()
-    out: dict[str, Any] = {
-        "results": [result_json(r) for r in report.checked],
-        "summary": {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
-                    "skipped": s.skipped},
-    }
+    summary: dict[str, int] = {"documents": s.documents, "valid": s.valid,
+                               "invalid": s.invalid, "skipped": s.skipped}
+    tail = ""
     if s.templated:  # only then, so that the usual output stays as contract §4 shows it
-        out["summary"] = {**out["summary"], "templated": s.templated}
-        out["templated"] = [
+        summary["templated"] = s.templated
+        tail = ', "templated": ' + json.dumps([
             {"file": r.file, "document": r.document, "line": r.line, "column": r.column,
              "message": r.skip_reason}
             for r in report.templated
-        ]
-    # No indent: only the compact form is encoded in C, and tools are the readers.
-    return json.dumps(out) + "\n"
+        ])
+    # The text `json.dumps` gives for the whole object (default separators, no indent:
+    # tools are the readers), each result's part encoded on its own (`json_part`), so
+    # that it can be rendered as the result comes in. Joined once: the report can be
+    # tens of megabytes, and each concatenation would copy it all.
+    pieces = ['{"results": [']
+    for result in report.checked:
+        pieces += (report.part(result, "json"), ", ")
+    if len(pieces) > 1:
+        pieces.pop()  # the last separator
+    pieces.append(f'], "summary": {json.dumps(summary)}{tail}}}\n')
+    return "".join(pieces)
 
 
-def result_json(result: DocumentResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"file": result.file, "document": result.document}
-    if result.item is not None:
-        out["item"] = result.item
-    out.update({
-        "apiVersion": result.api_version,
-        "kind": result.kind,
-        "name": result.name,
-        "namespace": result.namespace,
-        "valid": result.valid,
-        "errors": [
-            {"field": str(e.field), "type": e.type, "message": e.message, "line": e.line,
-             "column": e.column}
-            for e in result.errors
-        ],
-    })
-    if result.warnings:
-        out["warnings"] = [
-            {"field": str(w.field), "code": w.code, "message": w.message, "line": w.line,
-             "column": w.column}
-            for w in result.warnings
-        ]
-    return out
+def json_part(result: DocumentResult) -> str:
+    """A result's object in `results` of the JSON report, as `json.dumps` encodes it
+    (default separators, ASCII), with its keys in contract §4's order: `item` and
+    `warnings` only when the result has them.
+
+    Written out key by key rather than built as dicts for `json.dumps`: every value
+    is encoded by the same encoder (`_encode`) and the numbers are `int`s, so the text
+    is the same, in about two thirds of the time (bench/RESULTS.md); tests/schema/test_report.py
+    checks it against `json.dumps` of the contract's object on generated results.
+    """
+    q = _encode
+    item = "" if result.item is None else f'"item": {result.item}, '
+    errors = ", ".join([
+        f'{{"field": {q(str(e.field))}, "type": {q(e.type)}, "message": {q(e.message)}, '
+        f'"line": {e.line}, "column": {e.column}}}'
+        for e in result.errors
+    ])
+    warnings = ", ".join([
+        f'{{"field": {q(str(w.field))}, "code": {q(w.code)}, "message": {q(w.message)}, '
+        f'"line": {w.line}, "column": {w.column}}}'
+        for w in result.warnings
+    ])
+    return (f'{{"file": {q(result.file)}, "document": {result.document}, {item}'
+            f'"apiVersion": {q(result.api_version)}, "kind": {q(result.kind)}, '
+            f'"name": {q(result.name)}, "namespace": {q(result.namespace)}, '
+            f'"valid": {"true" if result.valid else "false"}, "errors": [{errors}]'
+            + (f', "warnings": [{warnings}]}}' if result.warnings else "}"))
+
+
+_encode = json.JSONEncoder().encode
+"""`json.dumps` of one value: `dumps` with its default arguments is this encoder's
+`encode` (a string straight to the C escaper), without `dumps`' check of its arguments."""
 
 
 # --- junit -------------------------------------------------------------------------
@@ -364,6 +441,12 @@ REPORTERS: dict[str, Reporter] = {
     "junit": render_junit,
     "sarif": render_sarif,
 }
+
+
+PARTS: dict[str, Callable[[DocumentResult], str]] = {"text": text_part, "json": json_part}
+"""The formats whose report is each checked result's part, in input order, inside what
+the whole report adds (`render_text`: templates and the summary line after them;
+`render_json`: the object around them)."""
 
 
 def render(report: Report, output: str) -> str:

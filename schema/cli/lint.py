@@ -146,7 +146,8 @@ def main(
 
     report = Report(disabled=disabled)
     try:
-        results = lint.run(chunks, options=options, validate=validate, jobs=args.jobs)
+        results = lint.run(chunks, options=options, validate=validate, jobs=args.jobs,
+                           parts=report.parts_for(args.output))
     except lint.WorkerDied:  # a worker killed (out of memory, a crash in C code)
         err.write(f"draguard lint: {WORKER_DIED}\n")
         return EXIT_USAGE

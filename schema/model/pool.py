@@ -89,10 +89,7 @@ def _in_pool(work: Work, items: Sequence[Any], *, jobs: int,
     from concurrent.futures import ProcessPoolExecutor
 
     global _inherited
-    # Eight batches a worker: few enough that handing them out costs little next to
-    # documents that are only skipped, enough that the workers end close together.
-    size = max(8, -(-len(items) // (jobs * 8)))
-    ranges = [(k, min(k + size, len(items))) for k in range(0, len(items), size)]
+    ranges = _ranges(len(items), jobs)
     # fork: workers inherit the imported rule set (and an injected validator) for free.
     # An executor rather than a Pool: a worker that dies raises instead of hanging.
     forking = "fork" in multiprocessing.get_all_start_methods()
@@ -100,8 +97,14 @@ def _in_pool(work: Work, items: Sequence[Any], *, jobs: int,
     _inherited = (work, items) if forking else None
     # Objects alive now are moved out of the collector's sight, so that its passes in
     # the forked workers do not touch (and so copy) every inherited page (`gc.freeze`'s
-    # documented purpose); `unfreeze` gives them back afterwards.
+    # documented purpose); `unfreeze` gives them back afterwards. Here the collector is
+    # also paused while the results come in: they are acyclic (tuples, strings), yet
+    # each arrival of thousands of them set off passes over all those kept so far,
+    # which cost this process more CPU than taking the results (bench/RESULTS.md), on
+    # the cores the workers need. Cyclic garbage made meanwhile is collected after.
     gc.freeze()
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         with ProcessPoolExecutor(jobs, mp_context=context) as pool:
             futures = [pool.submit(_do_range, k, end) if forking
@@ -113,9 +116,30 @@ def _in_pool(work: Work, items: Sequence[Any], *, jobs: int,
     finally:
         _inherited = None
         gc.unfreeze()
+        if collecting:
+            gc.enable()
 
 
 _inherited: tuple[Work, Sequence[Any]] | None = None  # `_in_pool`'s, for its forks
+
+SMALLEST = 32
+"""The fewest items in a batch (but the input's last): a batch costs a message each
+way and a wake-up of both processes, small next to 32 documents even if all are only
+skipped."""
+
+
+def _ranges(count: int, jobs: int) -> list[tuple[int, int]]:
+    """Batches of consecutive items, each an eighth of what is left per worker: large
+    at first (few messages), small at the end, so that the workers end close together
+    (with equal batches, one worker idled for half a batch on average while the other
+    finished its last) and the results of the last batch are few to take in."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    while start < count:
+        end = min(count, start + max(SMALLEST, -(-(count - start) // (jobs * 8))))
+        out.append((start, end))
+        start = end
+    return out
 
 
 def _do_range(start: int, end: int) -> list[Any]:

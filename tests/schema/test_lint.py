@@ -13,7 +13,7 @@ from draguard.schema import lint
 from draguard.schema.model.options import Options
 from draguard.schema.model.paths import FieldPath
 from draguard.schema.read.sources import Source, split_documents
-from draguard.schema.report import DocumentResult
+from draguard.schema.report import DocumentResult, Report, render
 
 OPTIONS = Options(default_namespace="default")
 
@@ -291,6 +291,33 @@ def test_jobs_give_the_same_results_in_order() -> None:
     assert sum(bool(r.errors) for r in one) == 100 and sum(bool(r.warnings) for r in one) == 60
     # Through the pool's wire form and back: the same records, paths as `FieldPath`s.
     assert _check(text, jobs=2) == one
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_results_from_the_pool_are_rendered_as_they_come_in(output: str) -> None:
+    """With parts asked for, every result from the pool's workers is rendered as it comes
+    in (its disabled codes dropped first); the report is the one one process renders."""
+    docs = [
+        f"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c{i}}}\n"
+        + ("x-errors: [[Invalid, metadata.name]]\n" if i % 3 == 0 else "")
+        + ("x-warnings: [[parent-reference, kind], [other-code, kind]]\n" if i % 5 == 0 else "")
+        for i in range(300)
+    ]
+    chunks = split_documents(Source("f.yaml", "---\n".join(docs), "yaml"))
+    disabled = frozenset({"other-code"})
+    pooled = Report(disabled=disabled)
+    parts = pooled.parts_for(output)
+    assert parts is not None
+    results = lint.run(chunks, options=OPTIONS, validate=fakes.fake_validate, jobs=2,
+                       parts=parts)
+    pooled.extend(results)
+    assert len(parts.made) == len(results) == 300
+    assert all(parts.made[id(r)][0] is r for r in pooled.results)  # none rendered again
+    alone = Report(disabled=disabled)
+    alone.extend(lint.run(chunks, options=OPTIONS, validate=fakes.fake_validate, jobs=1))
+    assert alone.parts_for(output) is not None and not alone.parts.made  # type: ignore[union-attr]
+    assert render(pooled, output) == render(alone, output)
+    assert "other-code" not in render(pooled, output)
 
 
 def test_linting_plain_block_yaml_loads_only_what_it_needs(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from functools import partial
@@ -63,3 +64,17 @@ def test_a_worker_that_cannot_start_is_named(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(os, "fork", refuse)
     with pytest.raises(pool.WorkerDied, match="cannot start worker processes"):
         list(pool.run(_pids, list(range(3 * pool.BATCH)), jobs=2))
+
+
+@pytest.mark.parametrize("count", [1, pool.SMALLEST, 2 * pool.BATCH + 1, 15_000, 100_000])
+@pytest.mark.parametrize("jobs", [1, 2, 8])
+def test_batches_cover_the_items_and_shrink_toward_the_end(count: int, jobs: int) -> None:
+    """Consecutive ranges over every item, never larger than the one before, none
+    smaller than `SMALLEST` but the last: the workers end close together."""
+    ranges = pool._ranges(count, jobs)
+    assert ranges[0][0] == 0 and ranges[-1][1] == count
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    sizes = [end - start for start, end in ranges]
+    assert sizes == sorted(sizes, reverse=True)
+    assert min(sizes[:-1], default=pool.SMALLEST) >= pool.SMALLEST
+    assert sizes[0] <= max(pool.SMALLEST, -(-count // (jobs * 8)))

@@ -6,15 +6,21 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lint_fakes import parse_path
 
+from draguard.schema.model.paths import FieldPath, MapKey
 from draguard.schema.report import (
+    PARTS,
     REPORTERS,
     DocumentResult,
     Finding,
     LintWarning,
     Report,
     render,
+    without_codes,
 )
 
 DUP = Finding(parse_path("spec.devices.requests[0].firstAvailable[1]"), "Duplicate", 'Duplicate value: "a"', 12, 9)
@@ -48,6 +54,109 @@ def test_json_matches_the_contract_shape() -> None:
                                   "line": 12, "column": 9}
     assert (first["file"], first["document"], first["valid"]) == ("a.yaml", 0, False)
     assert out["summary"] == {"documents": 4, "valid": 2, "invalid": 1, "skipped": 1}
+
+
+def _contract_object(result: DocumentResult) -> dict[str, object]:
+    """A result's object in `results`, as contract.md §4 shows it (the reference the
+    reporter's text is checked against)."""
+    out: dict[str, object] = {"file": result.file, "document": result.document}
+    if result.item is not None:
+        out["item"] = result.item
+    out.update({
+        "apiVersion": result.api_version, "kind": result.kind, "name": result.name,
+        "namespace": result.namespace, "valid": result.valid,
+        "errors": [{"field": str(e.field), "type": e.type, "message": e.message,
+                    "line": e.line, "column": e.column} for e in result.errors],
+    })
+    if result.warnings:
+        out["warnings"] = [{"field": str(w.field), "code": w.code, "message": w.message,
+                            "line": w.line, "column": w.column} for w in result.warnings]
+    return out
+
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+_PATHS = st.lists(st.one_of(st.text(max_size=6), st.integers(0, 99),
+                            st.text(max_size=6).map(MapKey)), max_size=4).map(FieldPath)
+_LINES = st.integers(0, 10**6)
+
+
+@st.composite
+def _results(draw: st.DrawFn) -> DocumentResult:
+    maybe = st.none() | _TEXT
+    errors = draw(st.lists(st.builds(Finding, _PATHS, _TEXT, _TEXT, _LINES, _LINES), max_size=3))
+    warnings = draw(st.lists(st.builds(LintWarning, _PATHS, _TEXT, _TEXT, _LINES, _LINES),
+                             max_size=3))
+    return DocumentResult(draw(_TEXT), draw(_LINES), draw(maybe), draw(maybe), draw(maybe),
+                          draw(maybe), tuple(errors), tuple(warnings),
+                          item=draw(st.none() | _LINES), skipped=draw(st.booleans()))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_results())
+def test_json_part_is_json_dumps_of_the_contract_object(result: DocumentResult) -> None:
+    """Each result's part is the text `json.dumps` gives for its contract object, for any
+    text (control characters, lone surrogates, non-ASCII), missing names and items."""
+    assert PARTS["json"](result) == json.dumps(_contract_object(result))
+
+
+def _whole_json(report: Report) -> str:
+    """The JSON report as one `json.dumps` of the whole object (how it was made before
+    results' parts were rendered apart)."""
+    s = report.summary()
+    summary = {"documents": s.documents, "valid": s.valid, "invalid": s.invalid,
+               "skipped": s.skipped}
+    whole: dict[str, object] = {"results": [_contract_object(r) for r in report.checked],
+                                "summary": summary}
+    if s.templated:
+        summary["templated"] = s.templated
+        whole["templated"] = [{"file": r.file, "document": r.document, "line": r.line,
+                               "column": r.column, "message": r.skip_reason}
+                              for r in report.templated]
+    return json.dumps(whole) + "\n"
+
+
+def test_json_is_the_whole_object_encoded_at_once() -> None:
+    """The JSON report joins each result's part, byte for byte what `json.dumps` gives for
+    the whole object (contract.md §4 is parsed by tools; compared as bytes here)."""
+    report = _report()
+    assert render(report, "json") == _whole_json(report)
+    report.add(DocumentResult("c.yaml", 0, None, None, None, None, skipped=True,
+                              skip_reason='a template: "{{ x }}" \u00e9', line=3, column=7,
+                              templated=True))
+    assert render(report, "json") == _whole_json(report)
+    assert render(Report(), "json") == _whole_json(Report())
+
+
+@pytest.mark.parametrize("output", sorted(PARTS))
+def test_a_part_rendered_ahead_is_used_only_for_its_own_result(output: str) -> None:
+    """A part made where the result was checked is joined as it is; a result replaced since
+    (cross-checked, given cluster findings) is rendered again from what it now holds."""
+    report = _report()
+    parts = report.parts_for(output)
+    assert parts is not None
+    first, second = report.results[0], report.results[1]
+    parts.made[id(first)] = (first, "MADE AHEAD")
+    replaced = second._replace(warnings=())
+    parts.made[id(second)] = (second, "STALE")
+    report.results[1] = replaced
+    out = render(report, output)
+    assert "MADE AHEAD" in out and "STALE" not in out
+    assert report.part(replaced, output) == PARTS[output](replaced)
+    assert report.parts_for("junit") is None  # rendered whole, from the results
+
+
+def test_a_part_is_made_of_what_the_report_keeps() -> None:
+    """Disabled codes are dropped before the part is rendered, as `Report.add` drops
+    them; a result that loses none stays the same object (so its part stays its own)."""
+    report = _report(disabled=frozenset({"parent-reference"}))
+    parts = report.parts_for("text")
+    assert parts is not None
+    with_warning = DocumentResult("a.yaml", 1, None, "ResourceClaim", "ok", "ns", warnings=(WARN,))
+    kept = parts.made_from(with_warning)
+    assert kept.warnings == () and parts.made[id(kept)] == (kept, "")
+    assert without_codes(with_warning, frozenset({"other"})) is with_warning
+    skipped = DocumentResult("b.yaml", 0, "v1", "ConfigMap", "cm", "ns", skipped=True)
+    assert parts.made_from(skipped) is skipped and id(skipped) not in parts.made
 
 
 def test_json_optional_keys_appear_only_when_used() -> None:
