@@ -97,9 +97,12 @@ def _tokenize(text: str) -> list[_Line]:
 _Q = r"'(?:[^'\n]++|'')*+'" + r'|"(?:[^"\\\n]++|\\.)*+"'
 _FLOW1 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]++|{_Q})*+[\]}}]"""
 _FLOW2 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]++|{_Q}|{_FLOW1})*+[\]}}]"""
+# A plain value takes a run of blanks only before more of itself, so that it ends at its
+# last character without trying each shorter end against the rest of the line.
+_WORD = r"""[^#:'"{}\[\]\t\r\n ]"""
 _SIMPLE = re.compile(
     r"( *)(- +|-(?= *$))?(?:([A-Za-z_][A-Za-z0-9_./-]*)(: +|:$))?"
-    rf"""([A-Za-z0-9_./][^#:'"{{}}\[\]\t\r\n]*?|{_Q}|{_FLOW2})?( *)(#.*)?"""
+    rf"""([A-Za-z0-9_./](?:{_WORD}++| ++(?={_WORD}))*+|{_Q}|{_FLOW2})?( *)(#.*)?"""
 )
 
 
@@ -709,7 +712,11 @@ def edit(text: str, old: Any, new: Any) -> str | Declined:
 # quoted string or a comment only sends the document to lint's reader.
 _RISKY_WORD = re.compile(
     r"[yYnNoO<=](?<![^\s\[\]{},:].)(?:|es|ES|o|O|n|N|ff|FF|<)(?=[\s\[\]{},:]|\Z)")
-_NUMBER_LIKE = re.compile(r"(?:[-+](?=[.0-9])|[.0-9])(?<![^\s\[{,:].)[^\s\[\]{},#'\"]*")
+# A word that starts like a number: a digit or `.`, or a sign before one, after a blank,
+# `[`, `{`, `,`, `:` or the text's start. The class comes first so that the engine skips
+# to candidates in C; the checks on the neighbours run only there.
+_NUMBER_LIKE = re.compile(
+    r"[-+.0-9](?<![^\s\[{,:].)(?:(?<=[-+])(?=[.0-9])|(?<=[.0-9]))[^\s\[\]{},#'\"]*")
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})")
 
 
@@ -717,7 +724,8 @@ def _same_in_1_1(text: str) -> bool:
     """Whether no plain scalar of `text` may read apart in YAML 1.1 and 1.2 (see above)."""
     if _RISKY_WORD.search(text) is not None:
         return False
-    return all(_INTEGER.fullmatch(word[0]) for word in _NUMBER_LIKE.finditer(text))
+    fullmatch = _INTEGER.fullmatch
+    return all(fullmatch(word) for word in _NUMBER_LIKE.findall(text))
 
 
 def read(text: str) -> Any | None:
@@ -752,11 +760,26 @@ def edit_document(text: str, old: Any, new: Any) -> str | Declined:
 
 
 def located(source: Source) -> list[tuple[Chunk, int]]:
-    """Each document of `source` with the offset of its first character in the text."""
-    line_starts = [0] + [m.end() for m in re.finditer("\n", source.text)]
-    found = []
+    """Each document of `source` with the offset of its first character in the text.
+
+    The documents come in order: a document's line is reached from the one before it,
+    whose lines are counted in C (`str.count`), rather than through a list of every
+    line's start (a match object per line of the input, made in the parent process
+    while the workers wait)."""
+    text = source.text
+    found: list[tuple[Chunk, int]] = []
+    line, at, end = 0, 0, 0  # `at`: where line `line` starts; `end`: the last document's end
     for chunk in split_documents(source):
-        start = line_starts[chunk.line] + chunk.column
-        assert source.text.startswith(chunk.text, start), "documents are slices of the text"
+        if chunk.line < line:  # never, as the documents come in order: count from the top
+            line, at, end = 0, 0, 0
+        if chunk.line > line:
+            passed = text.count("\n", at, end)  # the last document's lines
+            if passed and line + passed <= chunk.line:
+                at, line = text.rindex("\n", at, end) + 1, line + passed
+            while line < chunk.line:
+                at, line = text.index("\n", at) + 1, line + 1
+        start = at + chunk.column
+        assert text.startswith(chunk.text, start), "documents are slices of the text"
         found.append((chunk, start))
+        end = start + len(chunk.text)
     return found
