@@ -102,7 +102,12 @@ class _Memo:
         key_before, key_after = self._key(before), self._key(after)
         if key_before == key_after:
             return ()
-        return tuple(diff(self._meaning(key_before, before), self._meaning(key_after, after)))
+        old, new = self._meaning(key_before, before), self._meaning(key_after, after)
+        # Meanings written alike are equal, types included: nothing for `diff` to find
+        # (most trips that change a document's text keep its meaning).
+        if exact_text(old) == exact_text(new):
+            return ()
+        return tuple(diff(old, new))
 
     def _meaning(self, key: bytes | str, obj: dict[str, Any]) -> dict[str, Any]:
         if key not in self._meanings:
