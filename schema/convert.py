@@ -94,7 +94,10 @@ class Conversion:
 def convert_document(
     obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS, prepare: Preparer = prepare
 ) -> Conversion:
-    """Convert one document to `target` (a version or a layout); see the module docstring."""
+    """Convert one document to `target` (a version or a layout); see the module docstring.
+
+    `obj` is left as it is, and the converted document shares with it what did not
+    change (copies only what it changes): neither is to be changed afterwards."""
     if target not in TARGETS:
         raise ValueError(
             f"unknown conversion target {target!r}: expected one of {', '.join(TARGETS)}"
@@ -118,7 +121,10 @@ def _convert_layout(
     obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options,
     prepare: Preparer,
 ) -> tuple[dict[str, Any], list[Loss]]:
-    document = plain_copy(obj)
+    """`obj` in the other layout. What changes is copied (the mappings down to the
+    devices, the metadata and its annotations), the rest shared with `obj`, which is
+    left as it is: moving requests touches a few keys of a whole document."""
+    document = dict(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
     devices = (
         holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
@@ -137,17 +143,29 @@ def _convert_layout(
     meta = document.setdefault("metadata", {})
     if target == "nested":
         nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
-        holder["spec"]["devices"] = nested
-        _drop_order_annotation(meta)
+        _put_devices(document, doc_type.kind, nested)
+        document["metadata"] = _without_order_annotation(meta)
         return document, []
     losses = _ambiguous_requests(devices, spec_path.child("devices"), doc_type.version)
     losses += _duplicate_names(devices, spec_path.child("devices"))
     if losses:
         return document, losses
     parallel, order = nested_to_parallel(devices)
-    holder["spec"]["devices"] = parallel
-    meta.setdefault("annotations", {})[ORDER_ANNOTATION] = encode_order(order)
+    _put_devices(document, doc_type.kind, parallel)
+    meta = document["metadata"] = dict(meta)
+    annotations = meta["annotations"] = dict(meta.setdefault("annotations", {}))
+    annotations[ORDER_ANNOTATION] = encode_order(order)
     return document, []
+
+
+def _put_devices(document: dict[str, Any], kind: str, devices: dict[str, Any]) -> None:
+    """Set the claim spec's devices in `document` (a copy of its own at the top), copying
+    the mappings on the way (a template's spec, the claim spec) rather than changing them."""
+    if kind == "ResourceClaimTemplate":
+        template = document["spec"] = dict(document["spec"])
+        template["spec"] = {**template["spec"], "devices": devices}
+    else:
+        document["spec"] = {**document["spec"], "devices": devices}
 
 
 def _mentions_first_available(devices: dict[str, Any]) -> bool:
@@ -401,14 +419,6 @@ def _without_order_annotation(meta: Any) -> Any:
     else:
         del out["annotations"]
     return out
-
-
-def _drop_order_annotation(meta: dict[str, Any]) -> None:
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict) and ORDER_ANNOTATION in annotations:
-        del annotations[ORDER_ANNOTATION]
-        if not annotations:
-            del meta["annotations"]
 
 
 __all__ = [
