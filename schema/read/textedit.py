@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -61,30 +61,31 @@ def _tokenize(text: str) -> list[_Line]:
 
     `_LINES` captures each piece of a line in turn (indentation, dash, key, colon,
     value, blanks, comment), so that columns are sums of lengths, from one `groups()`."""
-    tokens = []
+    tokens: list[_Line] = []
+    append = tokens.append
     line_token = _Line
     for line in _LINES.finditer(text):
         indent, dash, key, colon, value, blanks, comment, _, own, other = line.groups()
         if other is not None:
-            tokens.append(_token(other))
+            append(_token(other))
         elif own is not None:
-            tokens.append(line_token(-1, comment=own))
+            append(line_token(-1, comment=own))
         elif dash is None and key is None and value is None:
-            tokens.append(_token(line[0]) if comment is not None else line_token(-1))
+            append(_token(line[0]) if comment is not None else line_token(-1))
+        elif comment is not None and not blanks and not (
+                value is None and colon and colon[-1] == " "):
+            append(_token(line[0]))  # `#` right after a word: not a comment
         else:
-            at = len(indent) + (len(dash) if dash is not None else 0)
-            token = line_token(len(indent), dash is not None)
-            if key is not None:
-                token.key, token.key_col, token.colon = key, at, at + len(key) + 1
+            col = len(indent)
+            at = col if dash is None else col + len(dash)
+            if key is None:
+                key_col = colon_at = -1
+            else:
+                key_col, colon_at = at, at + len(key) + 1
                 at += len(key) + len(colon)
-            if value is not None:
-                token.value = (at, at + len(value))
-            if comment is not None:
-                if not blanks and not (value is None and colon and colon[-1] == " "):
-                    token = _token(line[0])  # `#` right after a word: not a comment
-                else:
-                    token.comment = comment
-            tokens.append(token)
+            append(line_token(col, dash is not None, key, key_col, colon_at,
+                              None if value is None else (at, at + len(value)),
+                              "" if comment is None else comment))
     return tokens
 
 
@@ -190,28 +191,37 @@ def _unquote(key: str) -> str:
 # --- the tree ---------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Node:
-    """A value's text: `line` its first content line, `end` past its last one."""
+    """A value's text: `line` its first content line, `end` past its last one.
 
-    kind: str  # "map", "seq", "inline", "null"
-    col: int
-    line: int
-    end: int = 0
-    compact: bool = False  # a mapping whose first key follows its item's dash
-    lead: int = -1  # a block value's first line after its key's: comments before it
-    children: list[_Child] = field(default_factory=list)
-    value: Any = None
+    A class with slots and a plain `__init__` rather than a dataclass: a document makes
+    one per value, and a dataclass's generated `__init__` (keyword defaults, a default
+    factory) costs about twice as much to call."""
+
+    __slots__ = ("children", "col", "compact", "end", "kind", "lead", "line", "value")
+
+    def __init__(self, kind: str, col: int, line: int, end: int, value: Any,
+                 compact: bool = False) -> None:
+        self.kind = kind  # "map", "seq", "inline", "null"
+        self.col = col
+        self.line = line
+        self.end = end
+        self.compact = compact  # a mapping whose first key follows its item's dash
+        self.lead = -1  # a block value's first line after its key's: comments before it
+        self.children: list[_Child] = []
+        self.value = value
 
 
-@dataclass(slots=True)
 class _Child:
     """A mapping entry (`key`) or a sequence item: its first line, content end, value."""
 
-    key: str | None
-    line: int
-    node: _Node
-    end: int = 0
+    __slots__ = ("end", "key", "line", "node")
+
+    def __init__(self, key: str | None, line: int, node: _Node, end: int) -> None:
+        self.key = key
+        self.line = line
+        self.node = node
+        self.end = end
 
 
 # Entries leaving a mapping, by key and `exact_text` of their value (`_Editor._leaving`),
@@ -255,7 +265,7 @@ class _Tree:
         if not isinstance(value, dict):
             raise _Unsure("a mapping whose value is not one")
         content, tokens, pos = self.content, self._next, self.pos
-        node = _Node("map", col, content[pos], compact=compact, value=value)
+        node = _Node("map", col, content[pos], 0, value, compact)
         self.donors.setdefault((True, len(value)), []).append(node)
         children = node.children
         keys = iter(value)
@@ -295,7 +305,7 @@ class _Tree:
         return child
 
     def _inline(self, col: int, line: int, value: Any) -> _Node:
-        node = _Node("inline", col, line, line + 1, value=value)
+        node = _Node("inline", col, line, line + 1, value)
         if isinstance(value, dict | list) and value:  # a flow collection
             self.donors.setdefault((isinstance(value, dict), len(value)), []).append(node)
         return node
@@ -303,7 +313,7 @@ class _Tree:
     def _seq(self, col: int, value: Any) -> _Node:
         if not isinstance(value, list):
             raise _Unsure("a sequence whose value is not one")
-        node = _Node("seq", col, self.content[self.pos], value=value)
+        node = _Node("seq", col, self.content[self.pos], 0, value)
         self.donors.setdefault((False, len(value)), []).append(node)
         while (token := self._next[self.pos]).dash and token.indent == col:
             index = len(node.children)
@@ -332,7 +342,7 @@ class _Tree:
 def _null(col: int, line: int, value: Any) -> _Node:
     if value is not None:
         raise _Unsure("an empty node that is not null")
-    return _Node("null", col, line, line + 1)
+    return _Node("null", col, line, line + 1, None)
 
 
 # --- values: equality, scalars ---------------------------------------------------------
