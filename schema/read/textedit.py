@@ -757,14 +757,23 @@ HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?
 TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
 
 
+def tail(text: str, start: int) -> re.Match[str] | None:
+    """`TAIL.search(text, start)`, tried on the last line only, the one place it can
+    match (it ends at the text's end, after one line break at most): a search tries
+    every line of the document."""
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    line = text.rfind("\n", 0, end) + 1
+    return TAIL.match(text, line) if line >= start else None
+
+
 def edit_document(text: str, old: Any, new: Any) -> str | Declined:
     """`edit` on one document of a stream: its `---` line and a `...` line kept as they are."""
     head = HEAD.match(text)
     start = head.end() if head else 0
     if not head and text.startswith("---"):
         return Declined("a document on its marker's line")
-    tail = TAIL.search(text, start)
-    end = tail.start() if tail else len(text)
+    found = tail(text, start)
+    end = found.start() if found else len(text)
     body = edit(text[start:end], old, new)
     return body if isinstance(body, Declined) else text[:start] + body + text[end:]
 
