@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from draguard.schema.model.errors import FieldError
 from draguard.schema.model.fieldmap import (
     ORDER_ANNOTATION,
@@ -38,6 +40,7 @@ from draguard.schema.model.shapes import (
     unserved_version,
 )
 from draguard.schema.validate import Prepared, prepare
+from draguard.schema.validate import prepare as validate_prepare
 
 # How a conversion gets its source read through the create pipeline (`validate.prepare`);
 # `roundtrip` passes one that remembers each document's, shared by its trips. The
@@ -91,7 +94,10 @@ class Conversion:
 def convert_document(
     obj: Any, target: str, *, options: Options = DEFAULT_OPTIONS, prepare: Preparer = prepare
 ) -> Conversion:
-    """Convert one document to `target` (a version or a layout); see the module docstring."""
+    """Convert one document to `target` (a version or a layout); see the module docstring.
+
+    `obj` is left as it is, and the converted document shares with it what did not
+    change (copies only what it changes): neither is to be changed afterwards."""
     if target not in TARGETS:
         raise ValueError(
             f"unknown conversion target {target!r}: expected one of {', '.join(TARGETS)}"
@@ -105,16 +111,20 @@ def convert_document(
         # and no `--allow-loss` makes it convertible (`source_shape` None says so).
         return Conversion(plain_copy(obj), None, target, (Loss(err.path, err.detail),))
     if target in LAYOUT_TARGETS:
-        document, losses = _convert_layout(obj, doc_type, target, options)
+        document, losses = _convert_layout(obj, doc_type, target, options, prepare)
     else:
         document, losses = _convert_version(prepare(obj, doc_type, options), target, options)
     return Conversion(document, doc_type.shape, target, tuple(losses))
 
 
 def _convert_layout(
-    obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options
+    obj: dict[str, Any], doc_type: DocumentType, target: str, options: Options,
+    prepare: Preparer,
 ) -> tuple[dict[str, Any], list[Loss]]:
-    document = plain_copy(obj)
+    """`obj` in the other layout. What changes is copied (the mappings down to the
+    devices, the metadata and its annotations), the rest shared with `obj`, which is
+    left as it is: moving requests touches a few keys of a whole document."""
+    document = dict(obj)
     holder, spec_path = _claim_spec_holder(document, doc_type.kind)
     devices = (
         holder.get("spec", {}).get("devices") if isinstance(holder.get("spec"), dict) else None
@@ -124,7 +134,7 @@ def _convert_layout(
     # Moving requests needs a document that reads cleanly: a request list that is not a
     # list, or a field no shape has (`adminAccess` on a prioritized entry), would be
     # dropped by the move without a word.
-    losses = _unreadable(obj, doc_type, options)
+    losses = _unreadable(obj, doc_type, options, prepare)
     if losses:
         return document, losses
     if target == "parallel" and not _mentions_first_available(devices):
@@ -133,17 +143,29 @@ def _convert_layout(
     meta = document.setdefault("metadata", {})
     if target == "nested":
         nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
-        holder["spec"]["devices"] = nested
-        _drop_order_annotation(meta)
+        _put_devices(document, doc_type.kind, nested)
+        document["metadata"] = _without_order_annotation(meta)
         return document, []
     losses = _ambiguous_requests(devices, spec_path.child("devices"), doc_type.version)
     losses += _duplicate_names(devices, spec_path.child("devices"))
     if losses:
         return document, losses
     parallel, order = nested_to_parallel(devices)
-    holder["spec"]["devices"] = parallel
-    meta.setdefault("annotations", {})[ORDER_ANNOTATION] = encode_order(order)
+    _put_devices(document, doc_type.kind, parallel)
+    meta = document["metadata"] = dict(meta)
+    annotations = meta["annotations"] = dict(meta.setdefault("annotations", {}))
+    annotations[ORDER_ANNOTATION] = encode_order(order)
     return document, []
+
+
+def _put_devices(document: dict[str, Any], kind: str, devices: dict[str, Any]) -> None:
+    """Set the claim spec's devices in `document` (a copy of its own at the top), copying
+    the mappings on the way (a template's spec, the claim spec) rather than changing them."""
+    if kind == "ResourceClaimTemplate":
+        template = document["spec"] = dict(document["spec"])
+        template["spec"] = {**template["spec"], "devices": devices}
+    else:
+        document["spec"] = {**document["spec"], "devices": devices}
 
 
 def _mentions_first_available(devices: dict[str, Any]) -> bool:
@@ -155,11 +177,24 @@ def _mentions_first_available(devices: dict[str, Any]) -> bool:
     )
 
 
-def _unreadable(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> list[Loss]:
-    """What the apiserver's strict decoding would reject (Unknown, Malformed), as losses."""
-    node = document_node(doc_type.kind, doc_type.version, options.release, doc_type.parallel)
-    reading = read(obj, node, FieldPath(), doc_type.api_version)
-    return [Loss(f.path, f"{f.type.value}: {f.detail}") for f in reading.findings]
+def _unreadable(
+    obj: dict[str, Any], doc_type: DocumentType, options: Options, prepare: Preparer
+) -> list[Loss]:
+    """What the apiserver's strict decoding would reject (Unknown, Malformed), as losses.
+
+    A caller's own `prepare` (`roundtrip`'s, which keeps each document's) has read the
+    document already, against the same shape: its findings are the reading's, after
+    the one it puts first for a version the release lacks. Else the document is only
+    read here, which costs less than the whole `validate.prepare`."""
+    if prepare is not validate_prepare:
+        findings = prepare(obj, doc_type, options).findings
+        if not options.release.has_api_version(doc_type.version):
+            findings = findings[1:]  # `prepare`'s "does not exist in Kubernetes …"
+    else:
+        node = document_node(doc_type.kind, doc_type.version, options.release,
+                             doc_type.parallel)
+        findings = read(obj, node, FieldPath(), doc_type.api_version).findings
+    return [Loss(f.path, f"{f.type.value}: {f.detail}") for f in findings]
 
 
 def _ambiguous_requests(devices: dict[str, Any], path: FieldPath, version: str) -> list[Loss]:
@@ -224,7 +259,7 @@ def _convert_version(
     spec = prepared.claim_spec
     losses += _ambiguous_requests(spec.get("devices", {}), spec_path.child("devices"), "v1")
     spec = spec_hub_to_v1beta1(spec) if target == "v1beta1" else _with_class_names(spec)
-    holder["spec"] = _omit_empty_lists(spec)
+    holder["spec"] = _without_empty_lists(spec)
     document["apiVersion"] = f"{GROUP}/{target}"
     # No second read against the target: reading the source kept only fields its version
     # has in this release, and every version of a release has the same fields, moved
@@ -303,6 +338,19 @@ def plain_copy(value: Any) -> Any:
     return value
 
 
+def _without_empty_lists(spec: dict[str, Any]) -> dict[str, Any]:
+    """`_omit_empty_lists` of a claim spec; most specs have no empty list at all, and
+    their JSON then has no `[]` (an empty list always writes one; a `[]` in a string
+    only costs the walk): such a spec is returned as it is, as the walk would return
+    it, found in C rather than by visiting every mapping in Python."""
+    try:
+        if b"[]" not in orjson.dumps(spec):
+            return spec
+    except TypeError:  # not JSON (a key that is not a string, a huge integer): walked
+        pass
+    return _omit_empty_lists(spec)
+
+
 def _omit_empty_lists(value: dict[str, Any], key: str = "") -> dict[str, Any]:
     """Mapping `value` without the empty `omitempty` lists the apiserver's JSON encoder
     drops, reference lists included (`requests` anywhere but under `devices`); opaque
@@ -371,14 +419,6 @@ def _without_order_annotation(meta: Any) -> Any:
     else:
         del out["annotations"]
     return out
-
-
-def _drop_order_annotation(meta: dict[str, Any]) -> None:
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict) and ORDER_ANNOTATION in annotations:
-        del annotations[ORDER_ANNOTATION]
-        if not annotations:
-            del meta["annotations"]
 
 
 __all__ = [

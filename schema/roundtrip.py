@@ -72,6 +72,7 @@ class _Memo:
         self._conversions: dict[tuple[bytes | str, str], Conversion] = {}
         self._prepared: dict[bytes | str, Prepared] = {}
         self._meanings: dict[bytes | str, dict[str, Any]] = {}
+        self._by_content: dict[tuple[str, bytes | str], dict[str, Any]] = {}
         # repr of each document seen, by identity (the document is kept alive beside it).
         self._keys: dict[int, tuple[Any, bytes | str]] = {}
 
@@ -102,14 +103,33 @@ class _Memo:
         key_before, key_after = self._key(before), self._key(after)
         if key_before == key_after:
             return ()
-        return tuple(diff(self._meaning(key_before, before), self._meaning(key_after, after)))
+        old, new = self._meaning(key_before, before), self._meaning(key_after, after)
+        # Meanings written alike are equal, types included: nothing for `diff` to find
+        # (most trips that change a document's text keep its meaning).
+        if old is new or exact_text(old) == exact_text(new):
+            return ()
+        return tuple(diff(old, new))
 
     def _meaning(self, key: bytes | str, obj: dict[str, Any]) -> dict[str, Any]:
-        if key not in self._meanings:
+        found = self._meanings.get(key)
+        if found is None:
             doc_type = identify(obj)
-            self._meanings[key] = obj if doc_type is None else _meaning_of(
+            found = obj if doc_type is None else self._meaning_of(
                 self.prepare(obj, doc_type, self.options))
-        return self._meanings[key]
+            self._meanings[key] = found
+        return found
+
+    def _meaning_of(self, prepared: Prepared) -> dict[str, Any]:
+        """`_meaning_of`, once per prepared document but its apiVersion, which a meaning
+        drops (and the kind): a trip through a layout often comes back in another
+        version (parallel → v1 → parallel keeps v1's apiVersion) with the same content."""
+        document = prepared.document
+        same = (prepared.doc_type.kind,
+                exact_text({k: v for k, v in document.items() if k != "apiVersion"}))
+        found = self._by_content.get(same)
+        if found is None:
+            found = self._by_content[same] = _meaning_of(prepared)
+        return found
 
 
 def _round_trip(obj: Any, start: str, via: str, memo: _Memo) -> Trip:

@@ -50,8 +50,7 @@ from draguard.schema.read.sources import (
     read_source,
 )
 from draguard.schema.read.textedit import HEAD as _HEAD
-from draguard.schema.read.textedit import TAIL as _TAIL
-from draguard.schema.read.textedit import Declined, edit_document, located, read
+from draguard.schema.read.textedit import Declined, edit_document, located, read, tail
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
@@ -297,8 +296,8 @@ def _convert_round_trip(
 
     head = _HEAD.match(chunk.text)
     body_start = head.end() if head else 0
-    tail = _TAIL.search(chunk.text, body_start)
-    body_end = tail.start() if tail else len(chunk.text)
+    found = tail(chunk.text, body_start)
+    body_end = found.start() if found else len(chunk.text)
     try:
         documents = yamledit.load_documents(chunk.text[body_start:body_end])
     except DuplicateKeyError:

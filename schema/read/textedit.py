@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -61,30 +61,31 @@ def _tokenize(text: str) -> list[_Line]:
 
     `_LINES` captures each piece of a line in turn (indentation, dash, key, colon,
     value, blanks, comment), so that columns are sums of lengths, from one `groups()`."""
-    tokens = []
+    tokens: list[_Line] = []
+    append = tokens.append
     line_token = _Line
     for line in _LINES.finditer(text):
         indent, dash, key, colon, value, blanks, comment, _, own, other = line.groups()
         if other is not None:
-            tokens.append(_token(other))
+            append(_token(other))
         elif own is not None:
-            tokens.append(line_token(-1, comment=own))
+            append(line_token(-1, comment=own))
         elif dash is None and key is None and value is None:
-            tokens.append(_token(line[0]) if comment is not None else line_token(-1))
+            append(_token(line[0]) if comment is not None else line_token(-1))
+        elif comment is not None and not blanks and not (
+                value is None and colon and colon[-1] == " "):
+            append(_token(line[0]))  # `#` right after a word: not a comment
         else:
-            at = len(indent) + (len(dash) if dash is not None else 0)
-            token = line_token(len(indent), dash is not None)
-            if key is not None:
-                token.key, token.key_col, token.colon = key, at, at + len(key) + 1
+            col = len(indent)
+            at = col if dash is None else col + len(dash)
+            if key is None:
+                key_col = colon_at = -1
+            else:
+                key_col, colon_at = at, at + len(key) + 1
                 at += len(key) + len(colon)
-            if value is not None:
-                token.value = (at, at + len(value))
-            if comment is not None:
-                if not blanks and not (value is None and colon and colon[-1] == " "):
-                    token = _token(line[0])  # `#` right after a word: not a comment
-                else:
-                    token.comment = comment
-            tokens.append(token)
+            append(line_token(col, dash is not None, key, key_col, colon_at,
+                              None if value is None else (at, at + len(value)),
+                              "" if comment is None else comment))
     return tokens
 
 
@@ -97,9 +98,12 @@ def _tokenize(text: str) -> list[_Line]:
 _Q = r"'(?:[^'\n]++|'')*+'" + r'|"(?:[^"\\\n]++|\\.)*+"'
 _FLOW1 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]++|{_Q})*+[\]}}]"""
 _FLOW2 = rf"""[\[{{](?:[^'"{{}}\[\]#\n]++|{_Q}|{_FLOW1})*+[\]}}]"""
+# A plain value takes a run of blanks only before more of itself, so that it ends at its
+# last character without trying each shorter end against the rest of the line.
+_WORD = r"""[^#:'"{}\[\]\t\r\n ]"""
 _SIMPLE = re.compile(
     r"( *)(- +|-(?= *$))?(?:([A-Za-z_][A-Za-z0-9_./-]*)(: +|:$))?"
-    rf"""([A-Za-z0-9_./][^#:'"{{}}\[\]\t\r\n]*?|{_Q}|{_FLOW2})?( *)(#.*)?"""
+    rf"""([A-Za-z0-9_./](?:{_WORD}++| ++(?={_WORD}))*+|{_Q}|{_FLOW2})?( *)(#.*)?"""
 )
 
 
@@ -187,28 +191,37 @@ def _unquote(key: str) -> str:
 # --- the tree ---------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Node:
-    """A value's text: `line` its first content line, `end` past its last one."""
+    """A value's text: `line` its first content line, `end` past its last one.
 
-    kind: str  # "map", "seq", "inline", "null"
-    col: int
-    line: int
-    end: int = 0
-    compact: bool = False  # a mapping whose first key follows its item's dash
-    lead: int = -1  # a block value's first line after its key's: comments before it
-    children: list[_Child] = field(default_factory=list)
-    value: Any = None
+    A class with slots and a plain `__init__` rather than a dataclass: a document makes
+    one per value, and a dataclass's generated `__init__` (keyword defaults, a default
+    factory) costs about twice as much to call."""
+
+    __slots__ = ("children", "col", "compact", "end", "kind", "lead", "line", "value")
+
+    def __init__(self, kind: str, col: int, line: int, end: int, value: Any,
+                 compact: bool = False) -> None:
+        self.kind = kind  # "map", "seq", "inline", "null"
+        self.col = col
+        self.line = line
+        self.end = end
+        self.compact = compact  # a mapping whose first key follows its item's dash
+        self.lead = -1  # a block value's first line after its key's: comments before it
+        self.children: list[_Child] = []
+        self.value = value
 
 
-@dataclass(slots=True)
 class _Child:
     """A mapping entry (`key`) or a sequence item: its first line, content end, value."""
 
-    key: str | None
-    line: int
-    node: _Node
-    end: int = 0
+    __slots__ = ("end", "key", "line", "node")
+
+    def __init__(self, key: str | None, line: int, node: _Node, end: int) -> None:
+        self.key = key
+        self.line = line
+        self.node = node
+        self.end = end
 
 
 # Entries leaving a mapping, by key and `exact_text` of their value (`_Editor._leaving`),
@@ -252,7 +265,7 @@ class _Tree:
         if not isinstance(value, dict):
             raise _Unsure("a mapping whose value is not one")
         content, tokens, pos = self.content, self._next, self.pos
-        node = _Node("map", col, content[pos], compact=compact, value=value)
+        node = _Node("map", col, content[pos], 0, value, compact)
         self.donors.setdefault((True, len(value)), []).append(node)
         children = node.children
         keys = iter(value)
@@ -292,7 +305,7 @@ class _Tree:
         return child
 
     def _inline(self, col: int, line: int, value: Any) -> _Node:
-        node = _Node("inline", col, line, line + 1, value=value)
+        node = _Node("inline", col, line, line + 1, value)
         if isinstance(value, dict | list) and value:  # a flow collection
             self.donors.setdefault((isinstance(value, dict), len(value)), []).append(node)
         return node
@@ -300,7 +313,7 @@ class _Tree:
     def _seq(self, col: int, value: Any) -> _Node:
         if not isinstance(value, list):
             raise _Unsure("a sequence whose value is not one")
-        node = _Node("seq", col, self.content[self.pos], value=value)
+        node = _Node("seq", col, self.content[self.pos], 0, value)
         self.donors.setdefault((False, len(value)), []).append(node)
         while (token := self._next[self.pos]).dash and token.indent == col:
             index = len(node.children)
@@ -329,7 +342,7 @@ class _Tree:
 def _null(col: int, line: int, value: Any) -> _Node:
     if value is not None:
         raise _Unsure("an empty node that is not null")
-    return _Node("null", col, line, line + 1)
+    return _Node("null", col, line, line + 1, None)
 
 
 # --- values: equality, scalars ---------------------------------------------------------
@@ -709,7 +722,11 @@ def edit(text: str, old: Any, new: Any) -> str | Declined:
 # quoted string or a comment only sends the document to lint's reader.
 _RISKY_WORD = re.compile(
     r"[yYnNoO<=](?<![^\s\[\]{},:].)(?:|es|ES|o|O|n|N|ff|FF|<)(?=[\s\[\]{},:]|\Z)")
-_NUMBER_LIKE = re.compile(r"(?:[-+](?=[.0-9])|[.0-9])(?<![^\s\[{,:].)[^\s\[\]{},#'\"]*")
+# A word that starts like a number: a digit or `.`, or a sign before one, after a blank,
+# `[`, `{`, `,`, `:` or the text's start. The class comes first so that the engine skips
+# to candidates in C; the checks on the neighbours run only there.
+_NUMBER_LIKE = re.compile(
+    r"[-+.0-9](?<![^\s\[{,:].)(?:(?<=[-+])(?=[.0-9])|(?<=[.0-9]))[^\s\[\]{},#'\"]*")
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})")
 
 
@@ -717,7 +734,8 @@ def _same_in_1_1(text: str) -> bool:
     """Whether no plain scalar of `text` may read apart in YAML 1.1 and 1.2 (see above)."""
     if _RISKY_WORD.search(text) is not None:
         return False
-    return all(_INTEGER.fullmatch(word[0]) for word in _NUMBER_LIKE.finditer(text))
+    fullmatch = _INTEGER.fullmatch
+    return all(fullmatch(word) for word in _NUMBER_LIKE.findall(text))
 
 
 def read(text: str) -> Any | None:
@@ -739,24 +757,48 @@ HEAD = re.compile(r"\A(?:%[^\n]*\n|[ \t]*(?:#[^\n]*)?\n)*---[ \t]*(?:#[^\n]*)?(?
 TAIL = re.compile(r"^\.\.\.[ \t]*(?:#[^\n]*)?\n?\Z", re.M)
 
 
+def tail(text: str, start: int) -> re.Match[str] | None:
+    """`TAIL.search(text, start)`, tried on the last line only, the one place it can
+    match (it ends at the text's end, after one line break at most): a search tries
+    every line of the document."""
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    line = text.rfind("\n", 0, end) + 1
+    return TAIL.match(text, line) if line >= start else None
+
+
 def edit_document(text: str, old: Any, new: Any) -> str | Declined:
     """`edit` on one document of a stream: its `---` line and a `...` line kept as they are."""
     head = HEAD.match(text)
     start = head.end() if head else 0
     if not head and text.startswith("---"):
         return Declined("a document on its marker's line")
-    tail = TAIL.search(text, start)
-    end = tail.start() if tail else len(text)
+    found = tail(text, start)
+    end = found.start() if found else len(text)
     body = edit(text[start:end], old, new)
     return body if isinstance(body, Declined) else text[:start] + body + text[end:]
 
 
 def located(source: Source) -> list[tuple[Chunk, int]]:
-    """Each document of `source` with the offset of its first character in the text."""
-    line_starts = [0] + [m.end() for m in re.finditer("\n", source.text)]
-    found = []
+    """Each document of `source` with the offset of its first character in the text.
+
+    The documents come in order: a document's line is reached from the one before it,
+    whose lines are counted in C (`str.count`), rather than through a list of every
+    line's start (a match object per line of the input, made in the parent process
+    while the workers wait)."""
+    text = source.text
+    found: list[tuple[Chunk, int]] = []
+    line, at, end = 0, 0, 0  # `at`: where line `line` starts; `end`: the last document's end
     for chunk in split_documents(source):
-        start = line_starts[chunk.line] + chunk.column
-        assert source.text.startswith(chunk.text, start), "documents are slices of the text"
+        if chunk.line < line:  # never, as the documents come in order: count from the top
+            line, at, end = 0, 0, 0
+        if chunk.line > line:
+            passed = text.count("\n", at, end)  # the last document's lines
+            if passed and line + passed <= chunk.line:
+                at, line = text.rindex("\n", at, end) + 1, line + passed
+            while line < chunk.line:
+                at, line = text.index("\n", at) + 1, line + 1
+        start = at + chunk.column
+        assert text.startswith(chunk.text, start), "documents are slices of the text"
         found.append((chunk, start))
+        end = start + len(chunk.text)
     return found

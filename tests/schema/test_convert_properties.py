@@ -21,7 +21,7 @@ from budget import examples
 from hypothesis import HealthCheck, given, note, settings
 from parallel_findings import hub_findings
 
-from draguard.schema.convert import TARGETS, Conversion, convert_document
+from draguard.schema.convert import TARGETS, Conversion, convert_document, plain_copy
 from draguard.schema.model.diff import diff
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import release
@@ -79,6 +79,8 @@ def check_layout_moves_are_exact(start: str, base: dict[str, Any]) -> None:
 
 
 def _without_empty_class(doc: dict[str, Any]) -> dict[str, Any]:
+    # A copy: a conversion shares what it leaves unchanged with its input (`base` here).
+    doc = plain_copy(doc)
     holder = doc["spec"]["spec"] if doc["kind"] == "ResourceClaimTemplate" else doc["spec"]
     for request in holder["devices"]["requests"]:
         if request.get("firstAvailable") and request.get("deviceClassName") == "":

@@ -237,6 +237,43 @@ def test_scalars_yaml_1_1_reads_apart_are_left_to_lint_s_reader(text: str) -> No
     assert read(text) is None
 
 
+@pytest.mark.parametrize(
+    ("text", "same"),
+    [
+        pytest.param("a: -5\nb: [1, -0, 12]\n", True, id="decimal-integers"),
+        pytest.param("a: +5\n", False, id="signed-plus"),
+        pytest.param("a: -.5\n", False, id="sign-then-dot"),
+        pytest.param("a: {b: .5}\n", False, id="after-a-brace"),
+        pytest.param("a: x:012\n", False, id="after-a-colon-in-a-word"),
+        pytest.param("a: v1.2-3\nb: x-1\nc: nic.example.com\n", True, id="inside-words"),
+        pytest.param("a: -x\nb: - 1\n", True, id="a-dash-before-no-digit"),
+        pytest.param("a: 1_000\n", False, id="underscore"),
+        pytest.param("1.5: a\n", False, id="at-the-start"),
+    ],
+)
+def test_number_like_words_are_found_where_yaml_1_1_reads_them(text: str, same: bool) -> None:
+    """A word that starts like a number (after a blank, `[`, `{`, `,`, `:` or the start)
+    must be a plain decimal integer for `read` to answer without lint's reader."""
+    from draguard.schema.read import textedit
+
+    assert textedit._same_in_1_1(text) is same
+
+
+def test_located_gives_each_document_its_offset() -> None:
+    """Documents (with comment-only pieces and blank lines between) start where `located` says."""
+    from draguard.schema.read.sources import Source
+    from draguard.schema.read.textedit import located
+
+    text = "# head\na: 1\n---\n# only a comment\n---\n\n\nb: 2\nc: 3\n---\nd: 4\n"
+    found = located(Source("x.yaml", text, "yaml"))
+    assert [text[start:start + len(chunk.text)] for chunk, start in found] == [
+        chunk.text for chunk, _ in found]
+    assert [start for _, start in found] == [0, text.index("---\n\n"), text.rindex("---")]
+    stream = '{"a": 1}\n{"b":\n 2} {"c": 3}\n\n{"d": 4}'
+    found = located(Source("x.json", stream, "json"))
+    assert [start for _, start in found] == [stream.index(k) - 1 for k in ('"a', '"b', '"c', '"d')]
+
+
 def test_sequence_indentation_follows_the_document() -> None:
     """A new list under a key is indented as the document indents its lists."""
     text = "a:\n  - x\nb: 1\n"
