@@ -140,9 +140,11 @@ def _convert_layout(
     if target == "parallel" and not _mentions_first_available(devices):
         # Nothing to move: no empty `prioritizedRequests`, no order annotation (issue 17).
         return document, []
+    # `metadata: null` and `annotations: null` read as absent, as the apiserver reads them.
     meta = document.setdefault("metadata", {})
     if target == "nested":
-        nested, _ = parallel_to_nested(devices, decode_order(meta.get("annotations")))
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        nested, _ = parallel_to_nested(devices, decode_order(annotations))
         _put_devices(document, doc_type.kind, nested)
         document["metadata"] = _without_order_annotation(meta)
         return document, []
@@ -152,8 +154,9 @@ def _convert_layout(
         return document, losses
     parallel, order = nested_to_parallel(devices)
     _put_devices(document, doc_type.kind, parallel)
-    meta = document["metadata"] = dict(meta)
-    annotations = meta["annotations"] = dict(meta.setdefault("annotations", {}))
+    meta = document["metadata"] = dict(meta) if isinstance(meta, dict) else {}
+    known = meta.get("annotations")
+    annotations = meta["annotations"] = dict(known) if isinstance(known, dict) else {}
     annotations[ORDER_ANNOTATION] = encode_order(order)
     return document, []
 

@@ -398,3 +398,20 @@ def test_opaque_parameters_keep_their_empty_lists(target: str) -> None:
     out = convert_document(doc, target).document
     assert out is not None
     assert out["spec"]["devices"]["config"] == [{"requests": ["gpu"], "opaque": OPAQUE}]
+
+
+@pytest.mark.parametrize("metadata", [None, {"name": "c", "annotations": None}])
+def test_null_metadata_and_annotations_read_as_absent(metadata: Any) -> None:
+    """`metadata: null` or `annotations: null` is absent to the apiserver: parallel writes
+    the order annotation into a new mapping, and nested reads no recorded order."""
+    doc = claim("v1", [GPU, NIC])
+    doc["metadata"] = metadata
+    out = convert_document(doc, "parallel").document
+    assert out is not None and out["metadata"]["annotations"] == {
+        "draguard.io/request-order": '["gpu","nic"]'}
+    parallel = convert_document(claim("v1", [GPU, NIC]), "parallel").document
+    assert parallel is not None
+    parallel["metadata"] = metadata
+    back = convert_document(parallel, "nested").document
+    assert back is not None and back["metadata"] == metadata
+    assert [r["name"] for r in back["spec"]["devices"]["requests"]] == ["nic", "gpu"]
