@@ -211,12 +211,13 @@ class InlineSlice:
     def run(self, call: Callable[[], T], deadline: float) -> tuple[bool, T | None]:
         """(True, result) when `call` finished within the slice (its exception is raised
         here); (False, None) when it was stopped at the slice's end, or not run."""
-        if not _alarm_ready():
+        seconds = min(self._seconds, deadline)
+        if seconds <= 0 or not _alarm_ready():  # a zero timer would be no timer at all
             return False, None
         _slice[0] = True
-        signal.setitimer(signal.ITIMER_REAL, min(self._seconds, deadline))
         try:
             try:
+                signal.setitimer(signal.ITIMER_REAL, seconds)
                 return True, call()
             finally:
                 _slice[0] = False
