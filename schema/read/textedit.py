@@ -789,11 +789,9 @@ def located(source: Source) -> list[tuple[Chunk, int]]:
     found: list[tuple[Chunk, int]] = []
     line, at, end = 0, 0, 0  # `at`: where line `line` starts; `end`: the last document's end
     for chunk in split_documents(source):
-        if chunk.line < line:  # never, as the documents come in order: count from the top
-            line, at, end = 0, 0, 0
         if chunk.line > line:
             passed = text.count("\n", at, end)  # the last document's lines
-            if passed and line + passed <= chunk.line:
+            if passed:
                 at, line = text.rindex("\n", at, end) + 1, line + passed
             while line < chunk.line:
                 at, line = text.index("\n", at) + 1, line + 1
