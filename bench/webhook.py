@@ -3,7 +3,7 @@
     .venv/bin/python bench/webhook.py [--seconds 4] [--rounds 3] [--concurrency 4]
                                       [--rate 1000] [--rate-clients 4]
                                       [--workers 2] [--threads 4] [--repeat]
-                                      [--tool python|hey] [--json]
+                                      [--tool python|hey] [--json] [--ceiling]
     .venv/bin/python bench/webhook.py --gc-pauses 10000
 
 Starts, in this run, `draguard serve` (2 gevent workers, cached TLS context) and a
@@ -179,6 +179,26 @@ def serve_noop(port: int, state_dir: Path, workers: int, threads: int) -> None:
             return noop_app()
 
     Noop().run()
+
+
+def serve_unjudged(argv: list[str]) -> int:
+    """`draguard serve argv` with every review on /validate allowed unjudged: draguard's
+    own HTTP path (parsing, deadline runner, metrics, decision log, answer) without the
+    rule set. Its throughput against the no-op app's is the ceiling that any rule set
+    served this way can reach (`--ceiling`)."""
+    from draguard.webhook import routes
+    from draguard.webhook.cli.main import main as draguard_main
+    from draguard.webhook.review import API_VERSION, Answer, Review
+
+    def unjudged(review: Review, **_: Any) -> Answer:
+        document = {"apiVersion": API_VERSION, "kind": "AdmissionReview",
+                    "response": {"uid": review.uid, "allowed": True}}
+        obj = review.object or {}
+        return Answer(document, review, "allowed", str(obj.get("kind", "")),
+                      str(obj.get("apiVersion", "")))
+
+    routes.ANSWERERS["validate"] = unjudged  # inherited by the forked workers
+    return draguard_main(["serve", *argv])
 
 
 # --- servers ------------------------------------------------------------------------------
@@ -603,10 +623,17 @@ def main() -> int:
                         help="no HTTP: judge this many distinct claims in process, with the "
                              "start-up heap frozen (as the workers do) and without, and report "
                              "the garbage collector's passes")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also serve draguard with the rule set taken out (every review "
+                             "allowed unjudged) and measure its keep-alive throughput: the "
+                             "share of the no-op's that no rule set served this way can pass")
     parser.add_argument("--gc-freeze", choices=("0", "1"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve-unjudged", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--serve-noop", nargs=2, metavar=("PORT", "STATE_DIR"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_unjudged is not None:
+        return serve_unjudged(args.serve_unjudged)
     if args.serve_noop:
         serve_noop(int(args.serve_noop[0]), Path(args.serve_noop[1]), args.workers, args.threads)
         return 0
@@ -623,41 +650,46 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="draguard-bench-"))
     state = folder / "state"
     ca = state / "ca.crt"
-    ports = {"draguard": free_port(), "noop": free_port()}
-    draguard = start([sys.executable, "-m", "draguard.webhook.cli.main", "serve",
-                      "--host", "127.0.0.1", "--port", str(ports["draguard"]),
-                      "--state-dir", str(state), "--workers", str(args.workers),
-                      "--threads", str(args.threads), "--log-level", "warning"],
-                     ports["draguard"], ca, folder / "draguard.log")
-    noop = start([sys.executable, __file__, "--serve-noop", str(ports["noop"]), str(state),
-                  "--workers", str(args.workers), "--threads", str(args.threads)],
-                 ports["noop"], ca, folder / "noop.log")
+    names = ("noop", "draguard", "unjudged") if args.ceiling else ("noop", "draguard")
+    ports = {name: free_port() for name in names}
+    serve = ["--host", "127.0.0.1", "--state-dir", str(state), "--workers", str(args.workers),
+             "--threads", str(args.threads), "--log-level", "warning"]
+    servers = {"draguard": start([sys.executable, "-m", "draguard.webhook.cli.main", "serve",
+                                  "--port", str(ports["draguard"]), *serve],
+                                 ports["draguard"], ca, folder / "draguard.log")}
+    servers["noop"] = start([sys.executable, __file__, "--serve-noop", str(ports["noop"]),
+                             str(state), "--workers", str(args.workers),
+                             "--threads", str(args.threads)],
+                            ports["noop"], ca, folder / "noop.log")
+    if args.ceiling:
+        servers["unjudged"] = start([sys.executable, __file__, "--serve-unjudged",
+                                     "--port", str(ports["unjudged"]), *serve],
+                                    ports["unjudged"], ca, folder / "unjudged.log")
     if args.tool == "hey" and shutil.which("hey") is None:
         sys.exit("hey is not installed (apt-get install hey)")
     if args.tool == "hey" and not args.repeat:
         sys.exit("hey sends one body for every request: use it with --repeat")
     body = REPEATED if args.repeat else DISTINCT
-    masters = {"draguard": draguard.pid, "noop": noop.pid}
     results: list[Result] = []
     try:
         for mode in ("keep-alive", "new"):
             for load in ("max", "rate"):
                 clients = args.concurrency if load == "max" else args.rate_clients
-                rounds: dict[str, list[Result]] = {"noop": [], "draguard": []}
+                rounds: dict[str, list[Result]] = {name: [] for name in names}
                 for _ in range(args.rounds):
-                    for server in ("noop", "draguard"):
+                    for server in names:
                         rounds[server].append(measure(
                             server, ports[server], ca, tool=args.tool, mode=mode, load=load,
                             clients=clients, seconds=args.seconds, rate=args.rate,
-                            body=body, master=masters[server]))
-                for server in ("noop", "draguard"):
+                            body=body, master=servers[server].pid))
+                for server in names:
                     result = _median(rounds[server], by_rps=load == "max")
                     results.append(result)
                     if not args.json:
                         print(_row(result) + _rounds(rounds[server]), flush=True)
     finally:
-        stop(draguard)
-        stop(noop)
+        for process in servers.values():
+            stop(process)
     summary = _summary(results, args.rate)
     if args.json:
         print(json.dumps({"results": [asdict(r) for r in results], "summary": summary},
@@ -710,6 +742,12 @@ def _summary(results: list[Result], rate: float) -> dict[str, Any]:
                      f"{floor:.0%}), p99 {p99:.2f} ms at {rate:g} req/s, no-op {noop_p99:.2f} ms"
                      f"{' (target ≤ 2×)' if mode == 'keep-alive' else ''}: "
                      f"{'met' if ok else 'NOT met'}")
+        unjudged = by.get(("unjudged", mode, "max"))
+        if unjudged is not None and ceiling.rps:
+            lines.append(f"{'':10}  draguard without its rule set (every review allowed "
+                         f"unjudged): {unjudged.rps / ceiling.rps:.0%} of no-op throughput, "
+                         f"server CPU {unjudged.cpu_us:.0f} µs/request against the no-op's "
+                         f"{ceiling.cpu_us:.0f} and draguard's {ours.cpu_us:.0f}")
     return {"lines": lines, "met": met}
 
 
