@@ -415,7 +415,7 @@ def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]
 
 def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     """Template `spec.metadata`, then the claim spec (at the parallel paths for that shape)."""
-    rules = rules_for(options.release)
+    rules = rules_for(options.release, options.feature_gates)
     document, kind = prepared.document, prepared.doc_type.kind
     errors: list[FieldError] = []
     if kind == "ResourceClaimTemplate":

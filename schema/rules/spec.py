@@ -78,26 +78,30 @@ RequestNames = dict[str, frozenset[str] | None]
 Items = Sequence[Any]
 
 
-def rules_for(release: Release) -> Rules:
-    """The rule set of `release`, built once (its release flags are read once, too)."""
-    return _rules_for(release)
+def rules_for(release: Release, feature_gates: frozenset[str] = frozenset()) -> Rules:
+    """The rule set of `release` with the alpha gates `feature_gates` on (`Options`),
+    built once (its release flags are read once, too)."""
+    return _rules_for(release, feature_gates)
 
 
 @cache
-def _rules_for(release: Release) -> Rules:
-    return Rules(release)
+def _rules_for(release: Release, feature_gates: frozenset[str]) -> Rules:
+    return Rules(release, feature_gates)
 
 
 class Rules:
-    """The rule set bound to one release (messages and paths differ between releases)."""
+    """The rule set bound to one release and its alpha gates (messages and paths differ
+    between releases)."""
 
-    def __init__(self, release: Release) -> None:
+    def __init__(self, release: Release, feature_gates: frozenset[str] = frozenset()) -> None:
         self.release = release
         # Release flags are properties; the loops below read them as plain attributes.
         self._short_circuit = release.short_circuit_too_many
         self._duplicate_at_name = release.duplicate_at_name
         self._effects = release.toleration_effects
-        self._derived = release.has_derived_attributes
+        # The spec comes gate-dropped (§3.8): with DRADerivedAttributes off no request
+        # holds derivedAttributes any more, so no claim needs to be searched for them.
+        self._derived = release.derived_attributes_on(feature_gates)
         self._new_names = release.new_qualified_name_messages
         self._extra_slashes = release.rejects_extra_slashes
         self._no_attribute_at_constraint = release.consumable_capacity
