@@ -74,7 +74,9 @@ Errors = list[FieldError]
 Check = Callable[[dict[str, Any], _Parts, Errors], None]
 # name → None (exact request) or the set of its subrequest names (rule 19).
 RequestNames = dict[str, frozenset[str] | None]
-# The items of a list field; those that are not mappings are skipped (see `_items`).
+# The items of a list field, not copied: the loops skip an item that is not a mapping
+# (malformed: reading reported it and kept its slot as null, so later indexes stay the
+# user's). In the clean copy a list field is a list or absent, so `field or ()` gives them.
 Items = Sequence[Any]
 
 
@@ -169,15 +171,15 @@ class Rules:
     # -- claim spec ----------------------------------------------------------------------
 
     def _check_device_claim(self, devices: dict[str, Any], path: _Parts, out: Errors) -> None:
-        requests = _items(devices.get("requests"))
-        constraints = _items(devices.get("constraints"))
+        requests: Items = devices.get("requests") or ()
+        constraints: Items = devices.get("constraints") or ()
         # Kept only with DRADerivedAttributes on (model/gates.py); made per claim.
         derived = (DerivedChecks(constraints, self.release)
                    if self._derived and has_derived_attributes(requests) else None)
         check_request = self._check_request if derived is None else partial(
             self._check_request, derived=derived)
         self._check_named_set(requests, REQUESTS_MAX, check_request, (*path, "requests"), out)
-        configs = _items(devices.get("config"))
+        configs: Items = devices.get("config") or ()
         if constraints or configs:  # else nothing refers to the requests: no lookup table
             names = _gather_request_names(requests)
             if constraints:
@@ -200,7 +202,7 @@ class Rules:
         name = request.get("name", "")
         if not is_dns1123_label(name):
             _bad_request_name(name, path, out)
-        subrequests = _items(request.get("firstAvailable"))
+        subrequests: Items = request.get("firstAvailable") or ()
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
         if has_first and has_exact:  # rule 7: neither branch's content is validated
@@ -497,7 +499,8 @@ def _check_reference(ref: str, path: _Parts, names: RequestNames, out: Errors) -
         if not is_dns1123_label(segment):
             for msg in formats.dns1123_label_messages(segment):
                 out.append(invalid(FieldPath(path), segment, msg))
-    if not _reference_resolves(segments, names):
+    request = segments[0]
+    if request not in names or (len(segments) == 2 and segments[1] not in (names[request] or ())):
         out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
 
 
@@ -515,31 +518,16 @@ def _each_reference(refs: list[Any], path: _Parts, names: RequestNames, out: Err
             seen.add(ref)
 
 
-def _reference_resolves(segments: list[str], names: RequestNames) -> bool:
-    if segments[0] not in names:
-        return False
-    if len(segments) == 1:
-        return True
-    subs = names[segments[0]]
-    return subs is not None and segments[1] in subs
-
-
 def _gather_request_names(requests: Items) -> RequestNames:
     """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does."""
     names: RequestNames = {}
     for request in requests:
         if not isinstance(request, dict):
             continue
-        sub_names = [
-            str(sub.get("name", ""))
-            for sub in _items(request.get("firstAvailable"))
-            if isinstance(sub, dict)
-        ]
+        # Plain loops: in Python 3.11 each comprehension is a function call of its own.
+        sub_names: list[str] = []
+        for sub in request.get("firstAvailable") or ():
+            if isinstance(sub, dict):
+                sub_names.append(str(sub.get("name", "")))
         names[str(request.get("name", ""))] = frozenset(sub_names) if sub_names else None
     return names
-
-
-def _items(value: Any) -> Items:
-    """A list field's items, not copied: the loops skip an item that is not a mapping
-    (malformed, reported while reading), so later indexes stay the user's."""
-    return value if isinstance(value, list) else ()
