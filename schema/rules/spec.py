@@ -72,8 +72,9 @@ _Parts = tuple[Segment, ...]
 Errors = list[FieldError]
 # A rule over one item at its path, appending what it finds.
 Check = Callable[[dict[str, Any], _Parts, Errors], None]
-# name → None (exact request) or the set of its subrequest names (rule 19).
-RequestNames = dict[str, frozenset[str] | None]
+# name → the request of that name (rule 19); its subrequests are looked at only for a
+# `request/subrequest` reference.
+RequestNames = dict[str, dict[str, Any]]
 # The items of a list field, not copied: the loops skip an item that is not a mapping
 # (malformed: reading reported it and kept its slot as null, so later indexes stay the
 # user's). In the clean copy a list field is a list or absent, so `field or ()` gives them.
@@ -114,6 +115,10 @@ class Rules:
         # Attribute names whose check found nothing: the same few names (a driver's
         # `numa`, `pcieRoot`) come back claim after claim, so each is checked once.
         self._clean_attribute_names: set[str] = set()
+        # Device class names found valid, for the same reason: a cluster has few classes,
+        # and a set lookup costs a tenth of the subdomain check. At most
+        # PASSING_CACHE_SIZE names, each a valid subdomain (at most 253 characters).
+        self._clean_classes: set[str] = set()
 
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
         """Every finding for one claim spec at `path`, in upstream's order."""
@@ -224,8 +229,8 @@ class Rules:
     ) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
         device_class = exact.get("deviceClassName", "")
-        if not device_class or not is_dns1123_subdomain(device_class):
-            _check_device_class(device_class, path, out)
+        if device_class not in self._clean_classes:
+            self._check_device_class(device_class, path, out)
         self._check_device_fields(exact, path, out, derived, name)
 
     def _check_subrequest(
@@ -237,8 +242,8 @@ class Rules:
         if not is_dns1123_label(name):
             _bad_request_name(name, path, out)
         device_class = sub.get("deviceClassName", "")
-        if not device_class or not is_dns1123_subdomain(device_class):
-            _check_device_class(device_class, path, out)
+        if device_class not in self._clean_classes:
+            self._check_device_class(device_class, path, out)
         self._check_device_fields(sub, path, out, derived,
                                   "" if derived is None else f"{parent}/{name}")
 
@@ -334,12 +339,22 @@ class Rules:
     def _check_references(
         self, refs: list[Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
-        """`validateSet` over request references (rule 17): items, then duplicates."""
+        """`validateSet` over request references (rule 17): each reference's own errors,
+        then a Duplicate per repeated reference."""
         over = len(refs) > REQUESTS_MAX
         if over and self._short_circuit:
             out.append(_too_many(refs, REQUESTS_MAX, path))
             return
-        _each_reference(refs, path, names, out)
+        for i, ref in enumerate(refs):
+            # A non-string is a malformed item, already reported while reading.
+            if isinstance(ref, str):
+                _check_reference(ref, (*path, i), names, out)
+        seen: set[str] = set()
+        for i, ref in enumerate(refs):
+            if isinstance(ref, str):
+                if ref in seen:
+                    out.append(duplicate(FieldPath((*path, i)), ref))
+                seen.add(ref)
         if over:
             out.append(_too_many(refs, REQUESTS_MAX, path))
 
@@ -367,6 +382,20 @@ class Rules:
             return
         _check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
         _check_parameters(opaque, (*path, "opaque", "parameters"), out)
+
+    def _check_device_class(self, name: str, parent: _Parts, out: Errors) -> None:
+        """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
+        (called for a name not yet known to be valid, which it then remembers)."""
+        if not name:
+            out.append(required(FieldPath((*parent, "deviceClassName"))))
+        elif not is_dns1123_subdomain(name):
+            for msg in formats.dns1123_subdomain_messages(name):
+                out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
+        else:
+            clean = self._clean_classes
+            if len(clean) >= PASSING_CACHE_SIZE:
+                clean.clear()
+            clean.add(name)
 
     def _check_qualified_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20, remembering the names it finds nothing in."""
@@ -425,16 +454,6 @@ def _bad_request_name(name: str, parent: _Parts, out: Errors) -> None:
     "" gets the regex message, not Required (§3.2)."""
     for msg in formats.dns1123_label_messages(name):
         out.append(invalid(FieldPath((*parent, "name")), name, msg))
-
-
-def _check_device_class(name: str, parent: _Parts, out: Errors) -> None:
-    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
-    (called for a name that is empty or not a subdomain)."""
-    if not name:
-        out.append(required(FieldPath((*parent, "deviceClassName"))))
-    elif not is_dns1123_subdomain(name):
-        for msg in formats.dns1123_subdomain_messages(name):
-            out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
 
 
 def _check_allocation(mode: str, count: int, parent: _Parts, out: Errors) -> None:
@@ -499,35 +518,23 @@ def _check_reference(ref: str, path: _Parts, names: RequestNames, out: Errors) -
         if not is_dns1123_label(segment):
             for msg in formats.dns1123_label_messages(segment):
                 out.append(invalid(FieldPath(path), segment, msg))
-    request = segments[0]
-    if request not in names or (len(segments) == 2 and segments[1] not in (names[request] or ())):
+    request = names.get(segments[0])
+    if request is None or (len(segments) == 2 and not _has_subrequest(request, segments[1])):
         out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
 
 
-def _each_reference(refs: list[Any], path: _Parts, names: RequestNames, out: Errors) -> None:
-    """Each reference's own errors, then a Duplicate per repeated reference (rule 17)."""
-    for i, ref in enumerate(refs):
-        # A non-string is a malformed item, already reported while reading.
-        if isinstance(ref, str):
-            _check_reference(ref, (*path, i), names, out)
-    seen: set[str] = set()
-    for i, ref in enumerate(refs):
-        if isinstance(ref, str):
-            if ref in seen:
-                out.append(duplicate(FieldPath((*path, i)), ref))
-            seen.add(ref)
+def _has_subrequest(request: dict[str, Any], name: str) -> bool:
+    for sub in request.get("firstAvailable") or ():
+        if isinstance(sub, dict) and sub.get("name", "") == name:
+            return True
+    return False
 
 
 def _gather_request_names(requests: Items) -> RequestNames:
-    """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does."""
+    """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does
+    (a name in the clean copy is a string, "" when absent)."""
     names: RequestNames = {}
-    for request in requests:
-        if not isinstance(request, dict):
-            continue
-        # Plain loops: in Python 3.11 each comprehension is a function call of its own.
-        sub_names: list[str] = []
-        for sub in request.get("firstAvailable") or ():
-            if isinstance(sub, dict):
-                sub_names.append(str(sub.get("name", "")))
-        names[str(request.get("name", ""))] = frozenset(sub_names) if sub_names else None
+    for request in requests:  # a loop: no comprehension call (Python 3.11)
+        if isinstance(request, dict):
+            names[request.get("name", "")] = request
     return names
