@@ -137,8 +137,9 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     holder, spec_path = _spec_holder(document, doc_type.kind)
     claim_spec: dict[str, Any] = holder.setdefault("spec", {})
     default_claim_spec(claim_spec, doc_type.version)
-    if doc_type.kind == "ResourceClaim":
-        default_claim_status(document.get("status"))
+    status = document.get("status")
+    if status and doc_type.kind == "ResourceClaim":  # (a create rarely carries a status)
+        default_claim_status(status)
     origins = None
     if doc_type.parallel:
         devices = claim_spec.get("devices", {})

@@ -208,7 +208,7 @@ def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode
     kind, version = _kind_version(review.object)
     try:
         verdict = _judge(review, rules)
-        cluster = _judge_cluster(review, rules, verdict)
+        cluster = None if rules.cluster is None else _judge_cluster(review, rules, verdict)
     except Exception:  # an internal error must still produce a well-formed answer
         return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
     if verdict.skipped:
