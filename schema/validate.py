@@ -305,14 +305,14 @@ class _SpecMemo:
         return None if key is None else self._entries.get(key)
 
     def put(self, key: _Key | None, remembered: _Remembered) -> None:
-        if self.admits(key):
+        if key is not None and self.admits(key):
             self.store(key, remembered)
 
-    def admits(self, key: _Key | None) -> bool:
+    def admits(self, key: _Key) -> bool:
         """Whether the spec of `key` is to be remembered now (its second sight, see
         MAX_SEEN); a first sight is recorded. Asked before the entry is made, since
         most distinct specs are seen once."""
-        if key is None or len(key[0]) > self.MAX_ENTRY_BYTES:
+        if len(key[0]) > self.MAX_ENTRY_BYTES:
             return False
         seen, digest = self._seen, hash(key)
         if digest not in seen:  # the first sight
