@@ -124,7 +124,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "answer_validate_us_per_distinct_claim": round(figure, 1),
             "rounds_us": [round(x, 1) for x in whole],
             "steps_us": {k: round(statistics.median(v), 1) for k, v in steps.items() if v},
-            "target_us": TARGET_US, "met": figure <= TARGET_US}
+            # The target was set on the small claim (see the module docstring).
+            "target_us": TARGET_US, "met": figure <= TARGET_US if args.claim == "small" else None}
 
 
 def _shim(tree: Path, into: Path) -> Path:
@@ -181,12 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-steps", action="store_true", help="the whole figure only")
     parser.add_argument("--against", metavar="TREE",
                         help="alternate with another checkout of the project")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the target is missed")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when the target is missed (--claim small)")
     args = parser.parse_args(argv)
     if args.against:
         return compare(args)
     result = measure(args)
-    failed = 1 if args.check and not result["met"] else 0
+    failed = 1 if args.check and result["met"] is False else 0
     if args.json:
         print(json.dumps(result, indent=2))
         return failed
