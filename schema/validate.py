@@ -137,8 +137,9 @@ def prepare(obj: dict[str, Any], doc_type: DocumentType, options: Options) -> Pr
     holder, spec_path = _spec_holder(document, doc_type.kind)
     claim_spec: dict[str, Any] = holder.setdefault("spec", {})
     default_claim_spec(claim_spec, doc_type.version)
-    if doc_type.kind == "ResourceClaim":
-        default_claim_status(document.get("status"))
+    status = document.get("status")
+    if status and doc_type.kind == "ResourceClaim":  # (a create rarely carries a status)
+        default_claim_status(status)
     origins = None
     if doc_type.parallel:
         devices = claim_spec.get("devices", {})
@@ -194,8 +195,8 @@ def validate_object(obj: Any, *, options: Options = DEFAULT_OPTIONS) -> Verdict:
     spec_errors = tuple(_spec_errors(prepared, options))
     warnings = tuple(advise(prepared, options))
     derived: dict[str, Any] = {}
-    if key is not None:
-        _MEMO.put(key, _Remembered(admin, spec_errors, warnings, prepared, derived))
+    if key is not None and _MEMO.admits(key):
+        _MEMO.store(key, _Remembered(admin, spec_errors, warnings, prepared, derived))
     meta_errors = validate_object_meta(prepared.document["metadata"], _METADATA)
     return _verdict(prepared, [*admin, *meta_errors, *spec_errors], warnings, derived)
 
@@ -304,16 +305,25 @@ class _SpecMemo:
         return None if key is None else self._entries.get(key)
 
     def put(self, key: _Key | None, remembered: _Remembered) -> None:
-        if key is None:
-            return
+        if key is not None and self.admits(key):
+            self.store(key, remembered)
+
+    def admits(self, key: _Key) -> bool:
+        """Whether the spec of `key` is to be remembered now (its second sight, see
+        MAX_SEEN); a first sight is recorded. Asked before the entry is made, since
+        most distinct specs are seen once."""
         if len(key[0]) > self.MAX_ENTRY_BYTES:
-            return
+            return False
         seen, digest = self._seen, hash(key)
-        if digest not in seen:  # the first sight (see MAX_SEEN)
+        if digest not in seen:  # the first sight
             if len(seen) >= self.MAX_SEEN:
                 seen.clear()
             seen.add(digest)
-            return
+            return False
+        return True
+
+    def store(self, key: _Key, remembered: _Remembered) -> None:
+        """Remember `remembered` under `key` (one that `admits` let in)."""
         size = self._ENTRY_FACTOR * len(key[0])
         if len(self._entries) >= self.MAX_ENTRIES or self._bytes + size > self.MAX_BYTES:
             self._entries, self._bytes = {}, 0
@@ -415,7 +425,7 @@ def _create_errors(prepared: Prepared, options: Options) -> Iterator[FieldError]
 
 def _spec_errors(prepared: Prepared, options: Options) -> list[FieldError]:
     """Template `spec.metadata`, then the claim spec (at the parallel paths for that shape)."""
-    rules = rules_for(options.release)
+    rules = rules_for(options.release, options.feature_gates)
     document, kind = prepared.document, prepared.doc_type.kind
     errors: list[FieldError] = []
     if kind == "ResourceClaimTemplate":

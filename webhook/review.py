@@ -208,7 +208,7 @@ def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode
     kind, version = _kind_version(review.object)
     try:
         verdict = _judge(review, rules)
-        cluster = _judge_cluster(review, rules, verdict)
+        cluster = None if rules.cluster is None else _judge_cluster(review, rules, verdict)
     except Exception:  # an internal error must still produce a well-formed answer
         return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
     if verdict.skipped:
@@ -320,9 +320,11 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
         return ()
     # Advice depends on the spec alone (and the silencing annotation, which the rule
     # set's memo keys on too), so claims from one template share it.
+    if not verdict.warnings:
+        return ()  # most claims: nothing to render or to keep
     cached: tuple[str, ...] | None = verdict.derived.get(_WARNINGS)
     if cached is None:
-        cached = tuple(limit_warnings(render_advice(item) for item in verdict.warnings))
+        cached = tuple(limit_warnings([render_advice(item) for item in verdict.warnings]))
         if text_bytes(*cached) <= WARNINGS_CACHE_MAX:
             verdict.derived[_WARNINGS] = cached
     return cached  # `_response` copies it into the answer
@@ -331,7 +333,7 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
 def render_advice(item: Advice) -> str:
     """One admission warning: `path: message` (the code is for lint and the annotation);
     the message alone for advice about the whole object (`cluster-view-stale`)."""
-    where = item.field
+    where = str(item.path)  # `item.field`, without the property's call
     return f"{where}: {item.message}" if where else item.message
 
 

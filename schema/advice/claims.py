@@ -119,7 +119,7 @@ def advise_claim_spec(
         out.append(_devices_over_32(worst, rpaths))
     if len(sizes) > 1:
         _give(out, _combinations(sizes, rpaths))
-    if len(requests) > 1:
+    if len(requests) > 1 and minor in _CLASS_CONFIG_FIXED:  # (the releases with that bug)
         _give(out, check_class_config_names(requests, rpaths, version))
     return out
 

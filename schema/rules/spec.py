@@ -12,8 +12,10 @@ modules do: a generator per rule per item cost more than the rules themselves, a
 appending keeps upstream's order just the same. Inside this module a path is a plain
 tuple (`_Parts`), turned into a `FieldPath` only when an error is made. The tuples never
 leave the module: its entry point, `Rules.validate_claim_spec`, takes a `FieldPath`,
-and every error holds one.
+and every error holds one. A child's path is `path + (segment,)`: a concatenation costs
+half of the unpacking `(*path, segment)` that ruff's RUF005 prefers, hence the exemption.
 """
+# ruff: noqa: RUF005
 
 from __future__ import annotations
 
@@ -72,32 +74,39 @@ _Parts = tuple[Segment, ...]
 Errors = list[FieldError]
 # A rule over one item at its path, appending what it finds.
 Check = Callable[[dict[str, Any], _Parts, Errors], None]
-# name → None (exact request) or the set of its subrequest names (rule 19).
-RequestNames = dict[str, frozenset[str] | None]
-# The items of a list field; those that are not mappings are skipped (see `_items`).
+# name → the request of that name (rule 19); its subrequests are looked at only for a
+# `request/subrequest` reference.
+RequestNames = dict[str, dict[str, Any]]
+# The items of a list field, not copied: the loops skip an item that is not a mapping
+# (malformed: reading reported it and kept its slot as null, so later indexes stay the
+# user's). In the clean copy a list field is a list or absent, so `field or ()` gives them.
 Items = Sequence[Any]
 
 
-def rules_for(release: Release) -> Rules:
-    """The rule set of `release`, built once (its release flags are read once, too)."""
-    return _rules_for(release)
+def rules_for(release: Release, feature_gates: frozenset[str] = frozenset()) -> Rules:
+    """The rule set of `release` with the alpha gates `feature_gates` on (`Options`),
+    built once (its release flags are read once, too)."""
+    return _rules_for(release, feature_gates)
 
 
 @cache
-def _rules_for(release: Release) -> Rules:
-    return Rules(release)
+def _rules_for(release: Release, feature_gates: frozenset[str]) -> Rules:
+    return Rules(release, feature_gates)
 
 
 class Rules:
-    """The rule set bound to one release (messages and paths differ between releases)."""
+    """The rule set bound to one release and its alpha gates (messages and paths differ
+    between releases)."""
 
-    def __init__(self, release: Release) -> None:
+    def __init__(self, release: Release, feature_gates: frozenset[str] = frozenset()) -> None:
         self.release = release
         # Release flags are properties; the loops below read them as plain attributes.
         self._short_circuit = release.short_circuit_too_many
         self._duplicate_at_name = release.duplicate_at_name
         self._effects = release.toleration_effects
-        self._derived = release.has_derived_attributes
+        # The spec comes gate-dropped (§3.8): with DRADerivedAttributes off no request
+        # holds derivedAttributes any more, so no claim needs to be searched for them.
+        self._derived = release.derived_attributes_on(feature_gates)
         self._new_names = release.new_qualified_name_messages
         self._extra_slashes = release.rejects_extra_slashes
         self._no_attribute_at_constraint = release.consumable_capacity
@@ -108,11 +117,15 @@ class Rules:
         # Attribute names whose check found nothing: the same few names (a driver's
         # `numa`, `pcieRoot`) come back claim after claim, so each is checked once.
         self._clean_attribute_names: set[str] = set()
+        # Device class names found valid, for the same reason: a cluster has few classes,
+        # and a set lookup costs a tenth of the subdomain check. At most
+        # PASSING_CACHE_SIZE names, each a valid subdomain (at most 253 characters).
+        self._clean_classes: set[str] = set()
 
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
         """Every finding for one claim spec at `path`, in upstream's order."""
         out: Errors = []
-        self._check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
+        self._check_device_claim(spec.get("devices", {}), path.parts + ("devices",), out)
         return out
 
     # -- list helpers ------------------------------------------------------------------
@@ -131,7 +144,7 @@ class Rules:
             return
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
-                check(item, (*path, i), out)
+                check(item, path + (i,), out)
         if over:
             out.append(_too_many(items, max_items, path))
 
@@ -151,13 +164,13 @@ class Rules:
         repeated: list[tuple[int, Any]] = []
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
-                check(item, (*path, i), out)
+                check(item, path + (i,), out)
                 name = item.get("name", "")
                 if name in seen:
                     repeated.append((i, name))
                 seen.add(name)
         for i, name in repeated:  # after every item's own errors
-            at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
+            at = path + (i, "name") if self._duplicate_at_name else path + (i,)
             out.append(duplicate(FieldPath(at), name))
         if over:
             out.append(_too_many(items, max_items, path))
@@ -165,24 +178,24 @@ class Rules:
     # -- claim spec ----------------------------------------------------------------------
 
     def _check_device_claim(self, devices: dict[str, Any], path: _Parts, out: Errors) -> None:
-        requests = _items(devices.get("requests"))
-        constraints = _items(devices.get("constraints"))
+        requests: Items = devices.get("requests") or ()
+        constraints: Items = devices.get("constraints") or ()
         # Kept only with DRADerivedAttributes on (model/gates.py); made per claim.
         derived = (DerivedChecks(constraints, self.release)
                    if self._derived and has_derived_attributes(requests) else None)
         check_request = self._check_request if derived is None else partial(
             self._check_request, derived=derived)
-        self._check_named_set(requests, REQUESTS_MAX, check_request, (*path, "requests"), out)
-        configs = _items(devices.get("config"))
+        self._check_named_set(requests, REQUESTS_MAX, check_request, path + ("requests",), out)
+        configs: Items = devices.get("config") or ()
         if constraints or configs:  # else nothing refers to the requests: no lookup table
             names = _gather_request_names(requests)
             if constraints:
                 self._check_list(constraints, CONSTRAINTS_MAX,
                                  partial(self._check_constraint, names=names),
-                                 (*path, "constraints"), out)
+                                 path + ("constraints",), out)
             if configs:
                 self._check_list(configs, CONFIG_MAX, partial(self._check_config, names=names),
-                                 (*path, "config"), out)
+                                 path + ("config",), out)
         if derived is not None:
             out.extend(derived.check_total(path))
             out.extend(check_declarative(requests, path, self.release))
@@ -196,7 +209,7 @@ class Rules:
         name = request.get("name", "")
         if not is_dns1123_label(name):
             _bad_request_name(name, path, out)
-        subrequests = _items(request.get("firstAvailable"))
+        subrequests: Items = request.get("firstAvailable") or ()
         exactly = request.get("exactly")
         has_first, has_exact = bool(subrequests), isinstance(exactly, dict)
         if has_first and has_exact:  # rule 7: neither branch's content is validated
@@ -204,12 +217,12 @@ class Rules:
         elif not has_first and not has_exact:
             out.append(required(FieldPath(path), ONE_OF_REQUIRED))
         elif isinstance(exactly, dict):
-            self._check_exact(exactly, (*path, "exactly"), out, derived, name)
+            self._check_exact(exactly, path + ("exactly",), out, derived, name)
         else:
             check = self._check_subrequest if derived is None else partial(
                 self._check_subrequest, derived=derived, parent=name)
             self._check_named_set(
-                subrequests, FIRST_AVAILABLE_MAX, check, (*path, "firstAvailable"), out
+                subrequests, FIRST_AVAILABLE_MAX, check, path + ("firstAvailable",), out
             )
 
     def _check_exact(
@@ -218,8 +231,8 @@ class Rules:
     ) -> None:
         """Rules 11–13 (adminAccess and capacity have no value rules)."""
         device_class = exact.get("deviceClassName", "")
-        if not device_class or not is_dns1123_subdomain(device_class):
-            _check_device_class(device_class, path, out)
+        if device_class not in self._clean_classes:
+            self._check_device_class(device_class, path, out)
         self._check_device_fields(exact, path, out, derived, name)
 
     def _check_subrequest(
@@ -231,8 +244,8 @@ class Rules:
         if not is_dns1123_label(name):
             _bad_request_name(name, path, out)
         device_class = sub.get("deviceClassName", "")
-        if not device_class or not is_dns1123_subdomain(device_class):
-            _check_device_class(device_class, path, out)
+        if device_class not in self._clean_classes:
+            self._check_device_class(device_class, path, out)
         self._check_device_fields(sub, path, out, derived,
                                   "" if derived is None else f"{parent}/{name}")
 
@@ -245,11 +258,11 @@ class Rules:
         derived attributes' constraints (`name` or `parent/sub`)."""
         selectors = request.get("selectors")
         if selectors and isinstance(selectors, list):
-            self._check_selectors(selectors, (*path, "selectors"), out)
+            self._check_selectors(selectors, path + ("selectors",), out)
         if derived is not None:
             attrs = request.get("derivedAttributes")
             if isinstance(attrs, list) and attrs:
-                out.extend(derived.check(attrs, (*path, "derivedAttributes"), str(ref)))
+                out.extend(derived.check(attrs, path + ("derivedAttributes",), str(ref)))
         mode = request.get("allocationMode", "")
         # Rule 15; the defaulted `ExactCount` with a positive count is the usual case.
         if mode != "ExactCount" or request.get("count", 0) <= 0:
@@ -258,7 +271,7 @@ class Rules:
         if tolerations and isinstance(tolerations, list):
             for t, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict):
-                    self._check_toleration(toleration, (*path, "tolerations", t), out)
+                    self._check_toleration(toleration, path + ("tolerations", t), out)
 
     def _check_selectors(self, selectors: list[Any], path: _Parts, out: Errors) -> None:
         """Rule 14 over a request's selectors, within their limit (`_check_list`)."""
@@ -272,7 +285,7 @@ class Rules:
                 cel = selector.get("cel")
                 # The usual selector: an expression already known to compile cleanly.
                 if not isinstance(cel, dict) or cel.get("expression", "") not in passing:
-                    self._check_selector(selector, (*path, i), out)
+                    self._check_selector(selector, path + (i,), out)
         if over:
             out.append(_too_many(selectors, SELECTORS_MAX, path))
 
@@ -280,7 +293,7 @@ class Rules:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
         cel = selector.get("cel")
         if not isinstance(cel, dict):
-            out.append(required(FieldPath((*path, "cel"))))
+            out.append(required(FieldPath(path + ("cel",))))
             return
         expression = cel.get("expression", "")
         passing = self._passing
@@ -297,7 +310,7 @@ class Rules:
             passing.add(expression)
             self._passing_chars += len(expression)
             return
-        at = FieldPath((*path, "cel", "expression"))
+        at = FieldPath(path + ("cel", "expression"))
         out.extend(check_selector(expression, at, release=self.release))
 
     def _check_toleration(self, toleration: dict[str, Any], path: _Parts, out: Errors) -> None:
@@ -305,62 +318,86 @@ class Rules:
         key = toleration.get("key", "")
         if key and not formats.is_qualified_name(key):
             for msg in formats.qualified_name_messages(key):
-                out.append(invalid(FieldPath((*path, "key")), key, msg))
+                out.append(invalid(FieldPath(path + ("key",)), key, msg))
         operator, value = toleration.get("operator", ""), toleration.get("value", "")
         if operator == "Exists":
             if value:
                 detail = "must be empty for operator `Exists`"
-                out.append(invalid(FieldPath((*path, "value")), value, detail))
+                out.append(invalid(FieldPath(path + ("value",)), value, detail))
         elif operator == "Equal":
             if not formats.is_label_value(value):
                 for msg in formats.label_value_messages(value):
-                    out.append(invalid(FieldPath((*path, "value")), value, msg))
+                    out.append(invalid(FieldPath(path + ("value",)), value, msg))
         elif operator == "":
-            out.append(required(FieldPath((*path, "operator"))))
+            out.append(required(FieldPath(path + ("operator",))))
         else:
-            out.append(not_supported(FieldPath((*path, "operator")), operator, OPERATORS))
+            out.append(not_supported(FieldPath(path + ("operator",)), operator, OPERATORS))
         effect = toleration.get("effect", "")
         if effect and effect not in self._effects:
-            out.append(not_supported(FieldPath((*path, "effect")), effect, self._effects))
+            out.append(not_supported(FieldPath(path + ("effect",)), effect, self._effects))
 
     # -- constraints and config (rules 17–21) ----------------------------------------------
 
     def _check_references(
         self, refs: list[Any], path: _Parts, names: RequestNames, out: Errors
     ) -> None:
-        """`validateSet` over request references (rule 17): items, then duplicates."""
+        """`validateSet` over request references (rule 17): each reference's own errors,
+        then a Duplicate per repeated reference."""
         over = len(refs) > REQUESTS_MAX
         if over and self._short_circuit:
             out.append(_too_many(refs, REQUESTS_MAX, path))
             return
-        _each_reference(refs, path, names, out)
+        for i, ref in enumerate(refs):
+            # A non-string is a malformed item, already reported while reading.
+            if isinstance(ref, str):
+                _check_reference(ref, path + (i,), names, out)
+        seen: set[str] = set()
+        for i, ref in enumerate(refs):
+            if isinstance(ref, str):
+                if ref in seen:
+                    out.append(duplicate(FieldPath(path + (i,)), ref))
+                seen.add(ref)
         if over:
             out.append(_too_many(refs, REQUESTS_MAX, path))
 
     def _check_constraint(
         self, constraint: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
     ) -> None:
-        self._check_references(constraint.get("requests", []), (*path, "requests"), names, out)
+        self._check_references(constraint.get("requests", []), path + ("requests",), names, out)
         # Rule 18: with both set, distinctAttribute is ignored.
         field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
         if field in constraint:
-            self._check_qualified_name(constraint[field], (*path, field), out)
+            self._check_qualified_name(constraint[field], path + (field,), out)
         elif self._no_attribute_at_constraint:
             out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
-            out.append(required(FieldPath((*path, "matchAttribute"))))
+            out.append(required(FieldPath(path + ("matchAttribute",))))
 
     def _check_config(
         self, config: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
     ) -> None:
         """Rule 21."""
-        self._check_references(config.get("requests", []), (*path, "requests"), names, out)
+        self._check_references(config.get("requests", []), path + ("requests",), names, out)
         opaque = config.get("opaque")
         if not isinstance(opaque, dict):
-            out.append(required(FieldPath((*path, "opaque"))))
+            out.append(required(FieldPath(path + ("opaque",))))
             return
-        _check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
-        _check_parameters(opaque, (*path, "opaque", "parameters"), out)
+        _check_driver_name(opaque.get("driver", ""), path + ("opaque", "driver"), out)
+        _check_parameters(opaque, path + ("opaque", "parameters"), out)
+
+    def _check_device_class(self, name: str, parent: _Parts, out: Errors) -> None:
+        """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
+        (called for a name not yet known to be valid, which it then remembers)."""
+        if not name:
+            out.append(required(FieldPath(parent + ("deviceClassName",))))
+        elif not is_dns1123_subdomain(name):
+            for msg in formats.dns1123_subdomain_messages(name):
+                out.append(invalid(FieldPath(parent + ("deviceClassName",)), name, msg))
+        else:
+            clean = self._clean_classes
+            if len(clean) >= PASSING_CACHE_SIZE:
+                clean.clear()
+            clean.add(name)
 
     def _check_qualified_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20, remembering the names it finds nothing in."""
@@ -418,30 +455,20 @@ def _bad_request_name(name: str, parent: _Parts, out: Errors) -> None:
     """Rule 6 / 10a, for a name `is_dns1123_label` refused: `parent.name` is a DNS label;
     "" gets the regex message, not Required (§3.2)."""
     for msg in formats.dns1123_label_messages(name):
-        out.append(invalid(FieldPath((*parent, "name")), name, msg))
-
-
-def _check_device_class(name: str, parent: _Parts, out: Errors) -> None:
-    """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
-    (called for a name that is empty or not a subdomain)."""
-    if not name:
-        out.append(required(FieldPath((*parent, "deviceClassName"))))
-    elif not is_dns1123_subdomain(name):
-        for msg in formats.dns1123_subdomain_messages(name):
-            out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
+        out.append(invalid(FieldPath(parent + ("name",)), name, msg))
 
 
 def _check_allocation(mode: str, count: int, parent: _Parts, out: Errors) -> None:
     """Rule 15, on `parent.allocationMode` and `parent.count`."""
     if mode == "ExactCount":
         if count <= 0:
-            out.append(invalid(FieldPath((*parent, "count")), count, "must be greater than zero"))
+            out.append(invalid(FieldPath(parent + ("count",)), count, "must be greater than zero"))
     elif mode == "All":
         if count != 0:
             detail = "must not be specified when allocationMode is 'All'"
-            out.append(invalid(FieldPath((*parent, "count")), count, detail))
+            out.append(invalid(FieldPath(parent + ("count",)), count, detail))
     else:
-        out.append(not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES))
+        out.append(not_supported(FieldPath(parent + ("allocationMode",)), mode, ALLOCATION_MODES))
 
 
 def _check_c_identifier(name: str, path: _Parts, out: Errors) -> None:
@@ -493,49 +520,23 @@ def _check_reference(ref: str, path: _Parts, names: RequestNames, out: Errors) -
         if not is_dns1123_label(segment):
             for msg in formats.dns1123_label_messages(segment):
                 out.append(invalid(FieldPath(path), segment, msg))
-    if not _reference_resolves(segments, names):
+    request = names.get(segments[0])
+    if request is None or (len(segments) == 2 and not _has_subrequest(request, segments[1])):
         out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
 
 
-def _each_reference(refs: list[Any], path: _Parts, names: RequestNames, out: Errors) -> None:
-    """Each reference's own errors, then a Duplicate per repeated reference (rule 17)."""
-    for i, ref in enumerate(refs):
-        # A non-string is a malformed item, already reported while reading.
-        if isinstance(ref, str):
-            _check_reference(ref, (*path, i), names, out)
-    seen: set[str] = set()
-    for i, ref in enumerate(refs):
-        if isinstance(ref, str):
-            if ref in seen:
-                out.append(duplicate(FieldPath((*path, i)), ref))
-            seen.add(ref)
-
-
-def _reference_resolves(segments: list[str], names: RequestNames) -> bool:
-    if segments[0] not in names:
-        return False
-    if len(segments) == 1:
-        return True
-    subs = names[segments[0]]
-    return subs is not None and segments[1] in subs
+def _has_subrequest(request: dict[str, Any], name: str) -> bool:
+    for sub in request.get("firstAvailable") or ():
+        if isinstance(sub, dict) and sub.get("name", "") == name:
+            return True
+    return False
 
 
 def _gather_request_names(requests: Items) -> RequestNames:
-    """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does."""
+    """Rule 19 lookup table; later duplicates overwrite earlier ones, as upstream's map does
+    (a name in the clean copy is a string, "" when absent)."""
     names: RequestNames = {}
-    for request in requests:
-        if not isinstance(request, dict):
-            continue
-        sub_names = [
-            str(sub.get("name", ""))
-            for sub in _items(request.get("firstAvailable"))
-            if isinstance(sub, dict)
-        ]
-        names[str(request.get("name", ""))] = frozenset(sub_names) if sub_names else None
+    for request in requests:  # a loop: no comprehension call (Python 3.11)
+        if isinstance(request, dict):
+            names[request.get("name", "")] = request
     return names
-
-
-def _items(value: Any) -> Items:
-    """A list field's items, not copied: the loops skip an item that is not a mapping
-    (malformed, reported while reading), so later indexes stay the user's."""
-    return value if isinstance(value, list) else ()
