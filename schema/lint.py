@@ -70,17 +70,18 @@ _TOP = FieldPath()  # where a document's own object sits (a List's items: `_item
 class _Located:
     """Places paths in a chunk; JSON positions are read only when first needed."""
 
-    __slots__ = ("_pending", "_root", "_walk", "chunk")
+    __slots__ = ("_pending", "_root", "_unique", "_walk", "chunk")
 
     def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
         self._root: Positions | Lines | Nodes | None = parsed.positions
         self._pending = parsed.positions is None and chunk.format == "json"
+        self._unique = not parsed.duplicates  # JSON: read lazily (`Nodes`)
         self._walk = self._root.walk if isinstance(self._root, Lines) else None
 
     def place(self, candidates: Sequence[FieldPath]) -> tuple[int, int]:
         if self._pending:
-            self._root = positions(self.chunk)
+            self._root = positions(self.chunk, unique=self._unique)
             self._pending = False
             self._walk = self._root.walk if isinstance(self._root, Nodes) else None
         walk = self._walk

@@ -317,12 +317,13 @@ def _problem(chunk: Chunk, detail: str, line: int, column: int) -> SyntaxProblem
 
 # --- positions -------------------------------------------------------------------------
 
-def positions(chunk: Chunk) -> Positions | Nodes | None:
+def positions(chunk: Chunk, *, unique: bool = False) -> Positions | Nodes | None:
     """Where the nodes of a document start: for JSON read from its text on demand (a
-    document that decoded), for YAML read again by libyaml (None if it fails)."""
+    document that decoded; `unique` when it writes no key twice, `Parsed.duplicates`),
+    for YAML read again by libyaml (None if it fails)."""
     if chunk.format == "json":
         # Columns of a JSON value that starts mid-line count from the line's start.
-        return Nodes(chunk.text, chunk.column)
+        return Nodes(chunk.text, chunk.column, unique=unique)
     parsed = _parse_yaml_events(chunk)
     return parsed.positions if isinstance(parsed, Parsed) else None
 

@@ -180,6 +180,43 @@ def test_json_nodes_are_placed_where_libyaml_places_them(
         assert nodes.walk(path) == _walk(marks, path), path
 
 
+@settings(deadline=None)
+@given(value=_JSON_VALUES, indent=st.sampled_from([None, 1, 2]), pad=st.integers(0, 3))
+def test_json_nodes_read_lazily_are_placed_where_libyaml_places_them(
+    value: object, indent: int | None, pad: int
+) -> None:
+    """A text without repeated keys (any `json.dumps`), read only as far as each path
+    needs: every node where libyaml places it, whatever order the paths come in."""
+    text = json.dumps(value, indent=indent)
+    marks = yamlevents.load_with_positions(" " * pad + text)[1]
+    paths = list(_paths(value))
+    for order in (paths, paths[::-1]):
+        nodes = jsondecode.Nodes(text, pad, unique=True)
+        for path in order:
+            assert nodes.walk(path) == _walk(marks, path), path
+
+
+def test_json_nodes_read_lazily_skip_siblings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placing every item of a long array, lazily, reads on from the last item found:
+    each item and member is read once, not once per item from the array's start."""
+    read = jsondecode._Open._next
+    calls: list[int] = []
+
+    def counted(self: jsondecode._Open, text: str, members: object) -> None:
+        calls.append(self.pos)
+        read(self, text, members)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jsondecode._Open, "_next", counted)
+    for n in (1_000, 4_000):
+        calls.clear()
+        text = json.dumps({"items": [{"k": j} for j in range(n)]})
+        nodes, whole = jsondecode.Nodes(text, unique=True), jsondecode.Nodes(text)
+        for j in range(n):
+            assert nodes.walk(("items", j, "k")) == whole.walk(("items", j, "k"))
+        # The top object's one member, then per item its dash and its one member.
+        assert len(calls) == 2 * n + 1, (n, len(calls))
+
+
 def test_json_nodes_of_a_repeated_key_are_the_last_ones() -> None:
     """A key written twice is placed at its last occurrence, whose value the decoder keeps."""
     nodes = jsondecode.Nodes('{"a": 1,\n "a": {"b": 2}}')
