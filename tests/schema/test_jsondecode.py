@@ -126,6 +126,31 @@ def test_the_orjson_path_reads_and_refuses_texts_as_json(text: str) -> None:
     assert _same(plain, fast)
 
 
+@given(st.one_of(
+    st.tuples(JSON_VALUES, st.booleans()).map(lambda t: json.dumps(t[0], ensure_ascii=t[1])),
+    st.sampled_from(TRICKY_TEXTS),
+    st.integers(0, 1100).map(lambda n: "[" * n + "]" * n),
+    st.text(alphabet='[]{}",:0123456789-.eEtrufalsn ', max_size=40),
+))
+def test_loads_checked_reads_and_refuses_as_json(text: str) -> None:
+    """Texts without a backslash go to orjson when it reads them as `json`: the same
+    value (types, key order, a repeated key's last value) or the same refusal."""
+    if re.search("[\ud800-\udfff]", text):  # not from UTF-8: lint never reads one
+        return
+    assert _same(_worded(lambda: jsondecode.loads(text)),
+                 _worded(lambda: jsondecode.loads_checked(text)[0]))
+
+
+def _worded(read: Callable[[], object]) -> object:
+    """`_outcome`, a decoding error with its words and place (lint reports them)."""
+    try:
+        return read()
+    except json.JSONDecodeError as exc:
+        return ("JSONDecodeError", exc.msg, exc.pos)
+    except (ValueError, RecursionError) as exc:
+        return type(exc).__name__
+
+
 BROKEN_UTF8 = [b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xff", b"\xe2\x82", b"\x80"]
 
 
