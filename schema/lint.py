@@ -112,6 +112,8 @@ def check_chunk(
     collector's passes over them (a `kind: List` of thousands of claims is one value,
     alive until its last item is checked) took as long as checking them. Cyclic
     garbage made meanwhile is collected once it runs again.
+
+    Raises `Recut` for a chunk cut provisionally that does not decode whole.
     """
     paused = gc.isenabled()
     gc.disable()
@@ -122,9 +124,16 @@ def check_chunk(
             gc.enable()
 
 
+class Recut(Exception):
+    """A chunk cut provisionally (`Chunk.provisional`) does not decode whole: its source
+    is to be split exactly (`split_documents`) and checked again."""
+
+
 def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[DocumentResult]:
     placeholder = templates.find(chunk.text)
     if placeholder is not None:
+        if chunk.provisional and isinstance(parse(chunk), SyntaxProblem):
+            raise Recut(chunk.file)
         return [_templated(chunk, placeholder)]
     head = peek(chunk, _unchecked_kind)
     if head is not None:
@@ -133,6 +142,8 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
             return [skipped]
     parsed = parse(chunk)
     if isinstance(parsed, SyntaxProblem):
+        if chunk.provisional:
+            raise Recut(chunk.file)
         return [_broken(chunk, parsed)]
     value = parsed.value
     if value is None:  # `---` followed by nothing but `null` or `~`

@@ -72,6 +72,15 @@ class Chunk:
     line: int
     column: int
     format: Format
+    # For a JSON value cut where it seemed to end (`split_documents(provisional=True)`),
+    # the blanks after it up to the next value or the end, so that its file's text can
+    # be made again (`split_exactly`); None for a chunk of an exact split.
+    after: str | None = None
+
+    @property
+    def provisional(self) -> bool:
+        """Cut without decoding: right exactly when the text decodes whole."""
+        return self.after is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +165,15 @@ _CONTENT = re.compile(r"^(?![ \t]*(?:#|$))(?!(?:---|\.\.\.)[ \t]*(?:#|$))(?!%)",
 _DIRECTIVE = re.compile(r"^%", re.M)
 
 
-def split_documents(source: Source) -> list[Chunk]:
-    """Cut a source into its documents, each with its place in the file."""
+def split_documents(source: Source, *, provisional: bool = False) -> list[Chunk]:
+    """Cut a source into its documents, each with its place in the file.
+
+    `provisional`: a JSON source is cut without decoding it (`_cut_json`), for a caller
+    that decodes every chunk anyway and splits the source again, exactly, when one of
+    them does not decode whole (`Chunk.provisional`).
+    """
     if source.format == "json":
-        return _split_json(source)
+        return _cut_json(source) if provisional else _split_json(source)
     return _split_yaml(source)
 
 
@@ -193,25 +207,85 @@ def _split_yaml(source: Source) -> list[Chunk]:
 
 
 def _split_json(source: Source) -> list[Chunk]:
-    """One pass: each value's end from the decoder, lines counted from the previous value."""
-    text = source.text
+    """Each value's end from the decoder; the rest is one broken document when it fails."""
+    return _json_chunks(source, list(_decoded_spans(source.text)), provisional=False)
+
+
+def _decoded_spans(text: str) -> Iterator[tuple[int, int]]:
     decoder = json.JSONDecoder()
-    chunks: list[Chunk] = []
     pos = _skip_space(text, 0)
-    line, line_start, counted_to = 0, 0, 0  # text before `counted_to` is counted once
     while pos < len(text):
         try:
             _, end = decoder.raw_decode(text, pos)
         except (ValueError, RecursionError):
             end = len(text)  # the rest is one broken document; parsing it reports where
+        yield pos, end
+        pos = _skip_space(text, end)
+
+
+# A closing bracket followed by blanks and an opening one: in valid JSON that is only
+# found between two values (inside a collection a comma or a colon would come between).
+_JSON_CUT = re.compile(r"[}\]](?=[ \t\n]*+[{\[])")
+
+
+def _cut_json(source: Source) -> list[Chunk]:
+    """`_split_json`'s chunks when each piece decodes whole, found without decoding.
+
+    Such a piece, which ends in a closing bracket (or is the text's last), is then one
+    value that the decoder would end there too, so the cuts are the decoder's. A piece
+    that does not decode (a bracket pair inside a string, broken JSON, values on one
+    line) shows the cuts may be wrong: the source is then split again by decoding.
+    """
+    text = source.text
+    ends = [cut.end() for cut in _JSON_CUT.finditer(text)]
+    ends.append(len(text.rstrip(" \t\n")))
+    return _json_chunks(source, list(_cut_spans(text, ends)), provisional=True)
+
+
+def split_exactly(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks with those cut provisionally replaced by the exact split of their
+    sources (each source's chunks in a row, from its first), made again from the chunks:
+    blanks before the first chunk only count as lines and columns, the rest is kept."""
+    out: list[Chunk] = []
+    run: list[Chunk] = []
+    for chunk in [*chunks, None]:
+        if run and (chunk is None or not chunk.provisional or chunk.index == 0):
+            first = run[0]
+            text = "".join([first.line * "\n", first.column * " ",
+                            *(piece for c in run for piece in (c.text, c.after or ""))])
+            out.extend(_split_json(Source(first.file, text, "json")))
+            run = []
+        if chunk is not None and chunk.provisional:
+            run.append(chunk)
+        elif chunk is not None:
+            out.append(chunk)
+    return out
+
+
+def _cut_spans(text: str, ends: list[int]) -> Iterator[tuple[int, int]]:
+    pos = _skip_space(text, 0)
+    for end in ends:
+        if pos < end:
+            yield pos, end
+            pos = _skip_space(text, end)
+
+
+def _json_chunks(
+    source: Source, spans: list[tuple[int, int]], *, provisional: bool
+) -> list[Chunk]:
+    """One chunk per span of the text, lines counted from the previous span."""
+    text = source.text
+    chunks: list[Chunk] = []
+    line, line_start, counted_to = 0, 0, 0  # text before `counted_to` is counted once
+    starts = [pos for pos, _ in spans[1:]] + [len(text)] if spans else []  # each next one's
+    for (pos, end), following in zip(spans, starts, strict=True):
         breaks = text.count("\n", counted_to, pos)
         if breaks:
             line += breaks
             line_start = text.rfind("\n", counted_to, pos) + 1
         counted_to = pos
-        column = pos - line_start
-        chunks.append(Chunk(source.name, len(chunks), text[pos:end], line, column, "json"))
-        pos = _skip_space(text, end)
+        chunks.append(Chunk(source.name, len(chunks), text[pos:end], line, pos - line_start,
+                            "json", text[end:following] if provisional else None))
     return chunks
 
 
