@@ -223,23 +223,41 @@ def _decoded_spans(text: str) -> Iterator[tuple[int, int]]:
         pos = _skip_space(text, end)
 
 
-# A closing bracket followed by blanks and an opening one: in valid JSON that is only
-# found between two values (inside a collection a comma or a colon would come between).
-_JSON_CUT = re.compile(r"[}\]](?=[ \t\n]*+[{\[])")
+# A value that starts a line (as each does in a stream that `json.dumps(indent=…)`,
+# `jq` or `kubectl` writes), found by a literal the engine skips to: a pattern that
+# started at a closing bracket would try a match at each of the many more brackets
+# that close nested values.
+_OBJECT_LINE = re.compile(r"\n\{")
+_ARRAY_LINE = re.compile(r"\n\[")
 
 
 def _cut_json(source: Source) -> list[Chunk]:
     """`_split_json`'s chunks when each piece decodes whole, found without decoding.
 
-    Such a piece, which ends in a closing bracket (or is the text's last), is then one
-    value that the decoder would end there too, so the cuts are the decoder's. A piece
-    that does not decode (a bracket pair inside a string, broken JSON, values on one
-    line) shows the cuts may be wrong: the source is then split again by decoding.
+    The text is cut before each line that starts with `{` (or `[`, in a text that
+    starts with one) after a closing bracket and blanks: in valid JSON that is only
+    found between two values (inside a collection a comma or a colon would come
+    between; a string holds no line break). Such a piece, which ends in a closing
+    bracket (or is the text's last), is then one value that the decoder would end
+    there too, so the cuts are the decoder's. A piece that does not decode (broken
+    JSON, values on one line) shows the cuts may be wrong: the source is then split
+    again by decoding (`split_exactly`).
     """
     text = source.text
-    ends = [cut.end() for cut in _JSON_CUT.finditer(text)]
+    starts = [line.start() for line in _OBJECT_LINE.finditer(text)]
+    if text.startswith("[", _skip_space(text, 0)):  # arrays too: looked for only then
+        starts = sorted([*starts, *(line.start() for line in _ARRAY_LINE.finditer(text))])
+    ends = [end for end in map(functools.partial(_value_end, text), starts) if end > 0]
     ends.append(len(text.rstrip(" \t\n")))
     return _json_chunks(source, list(_cut_spans(text, ends)), provisional=True)
+
+
+def _value_end(text: str, line: int) -> int:
+    """Just past the closing bracket before the blanks that end at `line`, else 0."""
+    end = line
+    while end > 0 and text[end - 1] in " \t\n":
+        end -= 1
+    return end if end > 0 and text[end - 1] in "}]" else 0
 
 
 def split_exactly(chunks: Sequence[Chunk]) -> list[Chunk]:

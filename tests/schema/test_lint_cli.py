@@ -125,7 +125,7 @@ def test_a_json_stream_cut_wrong_is_checked_as_split_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
 ) -> None:
     """A JSON stream is cut without decoding; where a piece does not decode (a broken
-    value, `} {` inside a string), the report is that of the exact split."""
+    value, values on one line), the report is that of the exact split."""
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
              "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
                  {"name": "big", "deviceClassName": "big.example.com", "allocationMode": "All"},
@@ -134,8 +134,9 @@ def test_a_json_stream_cut_wrong_is_checked_as_split_exactly(
                    for k in range(200))
     texts = [
         good + '{"a": \n}\n' + good,  # a broken value: the rest is one broken document
-        good + '{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "} {"}}\n' + good,
+        good + '{"a": [1}\n{"b": 2}\n' + good,
         good + '{"a": 1}{"b": 2}\n[1] 2\n',
+        "[1]\n" + good + "\n\n[2]\n",
     ]
     for k, text in enumerate(texts):
         path = _write(tmp_path, f"s{k}.json", text)

@@ -306,8 +306,9 @@ def test_splitting_a_json_stream_reads_the_text_a_bounded_number_of_times(n: int
 # Values, blanks and pieces that break a stream or put brackets where a cut may look:
 # inside strings, between values on one line, broken values, scalars.
 _STREAM_PARTS = st.sampled_from([
-    '{"a": 1}', '{"a": [\n 1,\n {"b": 2}\n]\n}', "[1, 2]", '{"s": "} {"}', '{"s": "]\n["}',
+    '{"a": 1}', '{"a": [\n 1,\n {"b": 2}\n]\n}', "[1, 2]", '{"s": "} {"}', '{"s": "]\\n["}',
     '{"a": }', "{", "}", "1", '"x"', "null", "[[]]", '{"a": {"b": {}}}', "xyz",
+    '{"a": [\n{"b": 1}\n{"c": 2}]}', "[\n[1]\n]", "]\n{", "}\n[",
 ])
 _BLANKS = st.sampled_from(["", " ", "\n", "\t\n  ", "\n\n"])
 
