@@ -58,35 +58,12 @@ def loads_checked(text: str) -> tuple[Any, list[Duplicate]]:
     """
     if "\\" in text:
         value, repeated = _loads_hooked(text)
-        if _SURROGATE_ESCAPE.search(text) is not None:
-            value = _replace(value)
-    else:  # no escape at all, so no surrogate escape either
-        value = _loads_plain(text)
+    else:
+        value = json.loads(text)
         repeated = _strings_in_value(value) != text.count('"') // 2
-        if repeated:  # the value `json` keeps for a repeated key, whatever orjson does
-            value = json.loads(text)
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        value = _replace(value)
     return value, (_duplicates(text) if repeated else [])
-
-
-# Fewer brackets than this, a text nests too shallowly for `json`'s recursion limit
-# (which depends on the caller's own depth) to refuse what orjson reads.
-_SHALLOW = 256
-_DIGIT_RUN = re.compile(r"[0-9]{19}")  # `_LONG_DIGIT_RUN`, in a text
-
-
-def _loads_plain(text: str) -> Any:
-    """`json.loads` of a text without a backslash: by orjson (a third less time) when
-    it reads the text as `json` does (see the module docstring: no 19-digit run, and
-    orjson refuses the rest, NaN or 1e400, which `json` then reads or explains), and
-    the text nests too shallowly to reach `json`'s recursion limit."""
-    if text.count("{") + text.count("[") < _SHALLOW and _DIGIT_RUN.search(text) is None:
-        import orjson  # here: see `_strings_in_value`
-
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
 
 
 def _loads_hooked(text: str) -> tuple[Any, bool]:

@@ -133,8 +133,9 @@ def test_the_orjson_path_reads_and_refuses_texts_as_json(text: str) -> None:
     st.text(alphabet='[]{}",:0123456789-.eEtrufalsn ', max_size=40),
 ))
 def test_loads_checked_reads_and_refuses_as_json(text: str) -> None:
-    """Texts without a backslash go to orjson when it reads them as `json`: the same
-    value (types, key order, a repeated key's last value) or the same refusal."""
+    """With or without a backslash (the counting test for repeated keys, no search for
+    surrogate escapes): the value `loads` reads (types, key order, a repeated key's
+    last value) or the same refusal, in the same words."""
     if re.search("[\ud800-\udfff]", text):  # not from UTF-8: lint never reads one
         return
     assert _same(_worded(lambda: jsondecode.loads(text)),
