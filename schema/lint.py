@@ -126,7 +126,7 @@ def check_chunk(
 
 class Recut(Exception):
     """A chunk cut provisionally (`Chunk.provisional`) does not decode whole: its source
-    is to be split exactly (`split_documents`) and checked again."""
+    is to be split exactly (`sources.split_exactly`) and checked again."""
 
 
 def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[DocumentResult]:

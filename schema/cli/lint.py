@@ -248,8 +248,9 @@ def _run(
     options: Options, validate: lint.Validator, jobs: int | None,
 ) -> tuple[list[Chunk], list[DocumentResult]]:
     """`lint.run` over the chunks; when a provisional cut was wrong (`lint.Recut`: a
-    broken JSON stream, `} {` inside a string), over the chunks split exactly, so that
-    the results are those of an exact split."""
+    broken JSON stream, values on one line), over the chunks split exactly
+    (`split_exactly`), so that the results are those of an exact split. Parts rendered
+    by the first run are dropped with it (`parts_for` starts again)."""
     try:
         return chunks, lint.run(chunks, options=options, validate=validate, jobs=jobs,
                                 parts=report.parts_for(output))
