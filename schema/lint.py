@@ -70,17 +70,18 @@ _TOP = FieldPath()  # where a document's own object sits (a List's items: `_item
 class _Located:
     """Places paths in a chunk; JSON positions are read only when first needed."""
 
-    __slots__ = ("_pending", "_root", "_walk", "chunk")
+    __slots__ = ("_pending", "_root", "_unique", "_walk", "chunk")
 
     def __init__(self, chunk: Chunk, parsed: Parsed) -> None:
         self.chunk = chunk
         self._root: Positions | Lines | Nodes | None = parsed.positions
         self._pending = parsed.positions is None and chunk.format == "json"
+        self._unique = not parsed.duplicates  # JSON: read lazily (`Nodes`)
         self._walk = self._root.walk if isinstance(self._root, Lines) else None
 
     def place(self, candidates: Sequence[FieldPath]) -> tuple[int, int]:
         if self._pending:
-            self._root = positions(self.chunk)
+            self._root = positions(self.chunk, unique=self._unique)
             self._pending = False
             self._walk = self._root.walk if isinstance(self._root, Nodes) else None
         walk = self._walk
@@ -111,6 +112,8 @@ def check_chunk(
     collector's passes over them (a `kind: List` of thousands of claims is one value,
     alive until its last item is checked) took as long as checking them. Cyclic
     garbage made meanwhile is collected once it runs again.
+
+    Raises `Recut` for a chunk cut provisionally that does not decode whole.
     """
     paused = gc.isenabled()
     gc.disable()
@@ -121,9 +124,16 @@ def check_chunk(
             gc.enable()
 
 
+class Recut(Exception):
+    """A chunk cut provisionally (`Chunk.provisional`) does not decode whole: its source
+    is to be split exactly (`sources.split_exactly`) and checked again."""
+
+
 def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[DocumentResult]:
     placeholder = templates.find(chunk.text)
     if placeholder is not None:
+        if chunk.provisional and isinstance(parse(chunk), SyntaxProblem):
+            raise Recut(chunk.file)
         return [_templated(chunk, placeholder)]
     head = peek(chunk, _unchecked_kind)
     if head is not None:
@@ -132,6 +142,8 @@ def _check_chunk(chunk: Chunk, options: Options, validate: Validator) -> list[Do
             return [skipped]
     parsed = parse(chunk)
     if isinstance(parsed, SyntaxProblem):
+        if chunk.provisional:
+            raise Recut(chunk.file)
         return [_broken(chunk, parsed)]
     value = parsed.value
     if value is None:  # `---` followed by nothing but `null` or `~`
@@ -583,9 +595,14 @@ def _to_wire(result: DocumentResult) -> _Wire:
 
 
 def _from_wire(wire: _Wire) -> DocumentResult:
-    errors = tuple([Finding._make((FieldPath(f[0]), *f[1:])) for f in wire[6]])
-    warnings = tuple([LintWarning._make((FieldPath(w[0]), *w[1:])) for w in wire[7]])
-    return DocumentResult._make((*wire[:6], errors, warnings, *wire[8:]))
+    # `tuple.__new__`: `_make` without its length check (the wire is `_to_wire`'s own).
+    errors = tuple([_new(Finding, (FieldPath(f[0]), *f[1:])) for f in wire[6]]) if wire[6] else ()
+    warnings = (tuple([_new(LintWarning, (FieldPath(w[0]), *w[1:])) for w in wire[7]])
+                if wire[7] else ())
+    return _new(DocumentResult, (*wire[:6], errors, warnings, *wire[8:]))
+
+
+_new = tuple.__new__
 
 
 # --- the cluster-aware checks (issue 20; Namespaces among the inputs, issue 17) ---------

@@ -33,8 +33,9 @@ from draguard.schema.read.sources import (
     expand_paths,
     read_source,
     split_documents,
+    split_exactly,
 )
-from draguard.schema.report import REPORTERS, Report, render
+from draguard.schema.report import REPORTERS, DocumentResult, Report, render
 from draguard.schema.validate import validate_object
 
 if TYPE_CHECKING:
@@ -146,8 +147,8 @@ def main(
 
     report = Report(disabled=disabled)
     try:
-        results = lint.run(chunks, options=options, validate=validate, jobs=args.jobs,
-                           parts=report.parts_for(args.output))
+        chunks, results = _run(chunks, report, args.output, options=options,
+                               validate=validate, jobs=args.jobs)
     except lint.WorkerDied:  # a worker killed (out of memory, a crash in C code)
         err.write(f"draguard lint: {WORKER_DIED}\n")
         return EXIT_USAGE
@@ -228,6 +229,9 @@ def _read_cluster(args: argparse.Namespace) -> lint.ClusterInput | str | None:
 
 
 def _read_all(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[Chunk], list[Unreadable]]:
+    """The inputs' documents and the inputs that could not be read. JSON is cut
+    provisionally (`split_documents`): the checker decodes every chunk, so the main
+    process does not decode each value first only to find where it ends."""
     chunks: list[Chunk] = []
     unreadable: list[Unreadable] = []
     for path in expand_paths(paths):
@@ -235,8 +239,26 @@ def _read_all(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[Chunk]
         if isinstance(source, Unreadable):
             unreadable.append(source)
         else:
-            chunks.extend(split_documents(source))
+            chunks.extend(split_documents(source, provisional=True))
     return chunks, unreadable
+
+
+def _run(
+    chunks: list[Chunk], report: Report, output: str, *,
+    options: Options, validate: lint.Validator, jobs: int | None,
+) -> tuple[list[Chunk], list[DocumentResult]]:
+    """`lint.run` over the chunks; when a provisional cut was wrong (`lint.Recut`: a
+    broken JSON stream, values on one line), over the chunks split exactly
+    (`split_exactly`), so that the results are those of an exact split. Parts rendered
+    by the first run are dropped with it (`parts_for` starts again)."""
+    try:
+        return chunks, lint.run(chunks, options=options, validate=validate, jobs=jobs,
+                                parts=report.parts_for(output))
+    except lint.Recut:
+        pass
+    exact = split_exactly(chunks)
+    return exact, lint.run(exact, options=options, validate=validate, jobs=jobs,
+                           parts=report.parts_for(output))
 
 
 def disabled_codes(values: Sequence[str]) -> frozenset[str]:

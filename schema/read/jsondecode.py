@@ -316,6 +316,13 @@ def _replace(value: Any) -> Any:
 # brackets are paired in one pass, `_closers`, the first time a node is asked for).
 # Only the collections on a path asked for are read, each once (its children's
 # offsets are remembered).
+#
+# A text known to write no key twice (`loads_checked` found none) is read lazily
+# instead: a collection's members only up to the one asked for (with no repeats, the
+# first with its key is the one the decoder kept), each sibling before it skipped by
+# the C decoder. Pairing every bracket of the text cost more than the rest of the
+# placing: lint asks for a few paths a document, and the pairing loop ran once per
+# bracket of the whole text.
 
 _SPACE = re.compile(r"[ \t\n\r]*+")
 
@@ -333,16 +340,19 @@ class Nodes:
     """Where the nodes of a JSON value start in its text, read on demand.
 
     A mapping entry is placed at its key's opening quote, an array item at its first
-    character, as libyaml places them when it reads JSON as YAML.
+    character, as libyaml places them when it reads JSON as YAML. `unique`: the text
+    writes no key twice in any object, so collections can be read lazily (`_Open`).
     """
 
-    __slots__ = ("_children", "_closers", "_lines", "_pad", "text")
+    __slots__ = ("_children", "_closers", "_lines", "_open", "_pad", "_unique", "text")
 
-    def __init__(self, text: str, pad: int = 0) -> None:
+    def __init__(self, text: str, pad: int = 0, *, unique: bool = False) -> None:
         """`pad`: the column where the text starts on its first line."""
         self.text = text
         self._pad = pad
+        self._unique = unique
         self._children: dict[int, _Children | None] = {}
+        self._open: dict[int, _Open | None] = {}
         self._closers: dict[int, int] | None = None
         self._lines = LineIndex(text)
 
@@ -351,17 +361,25 @@ class Nodes:
         of them starts (the value's first character for none), as `Lines.walk`."""
         at = mark = _skip(self.text, 0)
         depth = 0
+        step = self._lazy_step if self._unique else self._step
         for part in parts:
-            children = self._read(at)
-            if type(part) is int and type(children) is list and 0 <= part < len(children):
-                at = mark = children[part]
-            elif type(part) is str and type(children) is dict and part in children:
-                mark, at = children[part]
-            else:
+            found = step(at, part)
+            if found is None:
                 break
+            mark, at = found
             depth += 1
         line, column = self._lines.line_column(mark)
         return depth, line, column + (self._pad if line == 0 else 0)
+
+    def _step(self, at: int, part: Segment) -> tuple[int, int] | None:
+        """Child `part` of the collection at `at` (where it is placed, where its value
+        starts), its collection read whole."""
+        children = self._read(at)
+        if type(part) is int and type(children) is list and 0 <= part < len(children):
+            return children[part], children[part]
+        if type(part) is str and type(children) is dict:
+            return children.get(part)
+        return None
 
     def _read(self, at: int) -> _Children | None:
         if at not in self._children:
@@ -372,6 +390,86 @@ class Nodes:
             except (ValueError, KeyError, IndexError):  # cannot happen in a text that decoded
                 self._children[at] = None
         return self._children[at]
+
+    def _lazy_step(self, at: int, part: Segment) -> tuple[int, int] | None:
+        """`_step` for a text without repeated keys: the collection read only as far
+        as `part`, from where its reading stopped before."""
+        if at in self._open:
+            state = self._open[at]
+        else:
+            opener = self.text[at]
+            state = self._open[at] = (
+                _Open(opener == "{", _skip(self.text, at + 1)) if opener in "{[" else None)
+        if state is None:
+            return None
+        try:
+            return state.find(self.text, part)
+        except (ValueError, IndexError, RecursionError):  # cannot happen in a text that decoded
+            state.pos = -1
+            return None
+
+
+class _Open:
+    """A collection of a text without repeated keys, read as far as asked: its members
+    (key → key offset, value offset) or items (offsets) so far, and where the reading
+    goes on: at the last one's value, which is skipped only when the next is asked for
+    (the one asked for is often the biggest), or -1 past the closing bracket."""
+
+    __slots__ = ("items", "members", "pos", "value")
+
+    def __init__(self, is_object: bool, pos: int) -> None:
+        self.members: dict[str, tuple[int, int]] | None = {} if is_object else None
+        self.items: list[int] = []
+        self.pos = pos
+        self.value = False  # whether `pos` is the last one's value, still to skip
+
+    def find(self, text: str, part: Segment) -> tuple[int, int] | None:
+        members = self.members
+        if members is not None:
+            if type(part) is not str:
+                return None
+            while part not in members and self.pos >= 0:
+                self._next(text, members)
+            return members.get(part)
+        items = self.items
+        if type(part) is not int or part < 0:
+            return None
+        while len(items) <= part and self.pos >= 0:
+            self._next(text, None)
+        return (items[part], items[part]) if part < len(items) else None
+
+    def _next(self, text: str, members: dict[str, tuple[int, int]] | None) -> None:
+        """Read one more member or item, or the closing bracket."""
+        pos = self.pos
+        if self.value:
+            after = _AFTER.match(text, _skipped(text, pos))
+            if after is None:
+                raise ValueError("no value end")  # cannot happen: `_AFTER` matches anywhere
+            pos = after.end()
+        if text[pos] in "}]":
+            self.pos = -1
+            return
+        if members is not None:
+            member = _MEMBER.match(text, pos)
+            if member is None:
+                raise ValueError("not a member")  # cannot happen in a text that decoded
+            key, value = member[1], member.end()
+            members[key if "\\" not in key else loads(f'"{key}"')] = (pos, value)
+        else:
+            value = pos
+            self.items.append(pos)
+        self.pos, self.value = value, True
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _skipped(text: str, at: int) -> int:
+    """The offset just past the value at `at`: a collection decoded (C speed; its
+    value is dropped), a scalar by its pattern."""
+    if text[at] in "{[":
+        return _DECODER.raw_decode(text, at)[1]
+    return _value_end(text, at, {})
 
 
 # A member's key (its text between the quotes) up to its value; the break after a value.

@@ -72,6 +72,15 @@ class Chunk:
     line: int
     column: int
     format: Format
+    # For a JSON value cut where it seemed to end (`split_documents(provisional=True)`),
+    # the blanks after it up to the next value or the end, so that its file's text can
+    # be made again (`split_exactly`); None for a chunk of an exact split.
+    after: str | None = None
+
+    @property
+    def provisional(self) -> bool:
+        """Cut without decoding: right exactly when the text decodes whole."""
+        return self.after is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +141,10 @@ def read_source(path: str, stdin: BinaryIO | None = None) -> Source | Unreadable
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return Unreadable(name, f"not UTF-8 text (byte {exc.start}: {data[exc.start]:#04x})")
-    # YAML counts \r\n and a lone \r as one line break; editors do too.
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # YAML counts \r\n and a lone \r as one line break; editors do too. Looked for
+    # first: a one-character `in` is a memchr, each `replace` a pass and a copy.
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return Source(name, text, _sniff_format(path, text))
 
 
@@ -156,10 +167,15 @@ _CONTENT = re.compile(r"^(?![ \t]*(?:#|$))(?!(?:---|\.\.\.)[ \t]*(?:#|$))(?!%)",
 _DIRECTIVE = re.compile(r"^%", re.M)
 
 
-def split_documents(source: Source) -> list[Chunk]:
-    """Cut a source into its documents, each with its place in the file."""
+def split_documents(source: Source, *, provisional: bool = False) -> list[Chunk]:
+    """Cut a source into its documents, each with its place in the file.
+
+    `provisional`: a JSON source is cut without decoding it (`_cut_json`), for a caller
+    that decodes every chunk anyway and splits the source again, exactly, when one of
+    them does not decode whole (`Chunk.provisional`).
+    """
     if source.format == "json":
-        return _split_json(source)
+        return _cut_json(source) if provisional else _split_json(source)
     return _split_yaml(source)
 
 
@@ -193,25 +209,103 @@ def _split_yaml(source: Source) -> list[Chunk]:
 
 
 def _split_json(source: Source) -> list[Chunk]:
-    """One pass: each value's end from the decoder, lines counted from the previous value."""
-    text = source.text
+    """Each value's end from the decoder; the rest is one broken document when it fails."""
+    return _json_chunks(source, list(_decoded_spans(source.text)), provisional=False)
+
+
+def _decoded_spans(text: str) -> Iterator[tuple[int, int]]:
     decoder = json.JSONDecoder()
-    chunks: list[Chunk] = []
     pos = _skip_space(text, 0)
-    line, line_start, counted_to = 0, 0, 0  # text before `counted_to` is counted once
     while pos < len(text):
         try:
             _, end = decoder.raw_decode(text, pos)
         except (ValueError, RecursionError):
             end = len(text)  # the rest is one broken document; parsing it reports where
+        yield pos, end
+        pos = _skip_space(text, end)
+
+
+# A value that starts a line (as each does in a stream that `json.dumps(indent=…)`,
+# `jq` or `kubectl` writes), found by a literal the engine skips to: a pattern that
+# started at a closing bracket would try a match at each of the many more brackets
+# that close nested values.
+_OBJECT_LINE = re.compile(r"\n\{")
+_ARRAY_LINE = re.compile(r"\n\[")
+
+
+def _cut_json(source: Source) -> list[Chunk]:
+    """`_split_json`'s chunks when each piece decodes whole, found without decoding.
+
+    The text is cut before each line that starts with `{` (or `[`, in a text that
+    starts with one) after a closing bracket and blanks: in valid JSON that is only
+    found between two values (inside a collection a comma or a colon would come
+    between; a string holds no line break). Such a piece, which ends in a closing
+    bracket (or is the text's last), is then one value that the decoder would end
+    there too, so the cuts are the decoder's. A piece that does not decode (broken
+    JSON, values on one line) shows the cuts may be wrong: the source is then split
+    again by decoding (`split_exactly`).
+    """
+    text = source.text
+    starts = [line.start() for line in _OBJECT_LINE.finditer(text)]
+    if text.startswith("[", _skip_space(text, 0)):  # arrays too: looked for only then
+        starts = sorted([*starts, *(line.start() for line in _ARRAY_LINE.finditer(text))])
+    ends = [end for end in map(functools.partial(_value_end, text), starts) if end > 0]
+    ends.append(len(text.rstrip(" \t\n")))
+    return _json_chunks(source, list(_cut_spans(text, ends)), provisional=True)
+
+
+def _value_end(text: str, line: int) -> int:
+    """Just past the closing bracket before the blanks that end at `line`, else 0."""
+    end = line
+    while end > 0 and text[end - 1] in " \t\n":
+        end -= 1
+    return end if end > 0 and text[end - 1] in "}]" else 0
+
+
+def split_exactly(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks with those cut provisionally replaced by the exact split of their
+    sources (each source's chunks in a row, from its first), made again from the chunks:
+    blanks before the first chunk only count as lines and columns, the rest is kept."""
+    out: list[Chunk] = []
+    run: list[Chunk] = []
+    for chunk in [*chunks, None]:
+        if run and (chunk is None or not chunk.provisional or chunk.index == 0):
+            first = run[0]
+            text = "".join([first.line * "\n", first.column * " ",
+                            *(piece for c in run for piece in (c.text, c.after or ""))])
+            out.extend(_split_json(Source(first.file, text, "json")))
+            run = []
+        if chunk is not None and chunk.provisional:
+            run.append(chunk)
+        elif chunk is not None:
+            out.append(chunk)
+    return out
+
+
+def _cut_spans(text: str, ends: list[int]) -> Iterator[tuple[int, int]]:
+    pos = _skip_space(text, 0)
+    for end in ends:
+        if pos < end:
+            yield pos, end
+            pos = _skip_space(text, end)
+
+
+def _json_chunks(
+    source: Source, spans: list[tuple[int, int]], *, provisional: bool
+) -> list[Chunk]:
+    """One chunk per span of the text, lines counted from the previous span."""
+    text = source.text
+    chunks: list[Chunk] = []
+    line, line_start, counted_to = 0, 0, 0  # text before `counted_to` is counted once
+    starts = [pos for pos, _ in spans[1:]] + [len(text)] if spans else []  # each next one's
+    for (pos, end), following in zip(spans, starts, strict=True):
         breaks = text.count("\n", counted_to, pos)
         if breaks:
             line += breaks
             line_start = text.rfind("\n", counted_to, pos) + 1
         counted_to = pos
-        column = pos - line_start
-        chunks.append(Chunk(source.name, len(chunks), text[pos:end], line, column, "json"))
-        pos = _skip_space(text, end)
+        chunks.append(Chunk(source.name, len(chunks), text[pos:end], line, pos - line_start,
+                            "json", text[end:following] if provisional else None))
     return chunks
 
 
@@ -317,12 +411,13 @@ def _problem(chunk: Chunk, detail: str, line: int, column: int) -> SyntaxProblem
 
 # --- positions -------------------------------------------------------------------------
 
-def positions(chunk: Chunk) -> Positions | Nodes | None:
+def positions(chunk: Chunk, *, unique: bool = False) -> Positions | Nodes | None:
     """Where the nodes of a document start: for JSON read from its text on demand (a
-    document that decoded), for YAML read again by libyaml (None if it fails)."""
+    document that decoded; `unique` when it writes no key twice, `Parsed.duplicates`),
+    for YAML read again by libyaml (None if it fails)."""
     if chunk.format == "json":
         # Columns of a JSON value that starts mid-line count from the line's start.
-        return Nodes(chunk.text, chunk.column)
+        return Nodes(chunk.text, chunk.column, unique=unique)
     parsed = _parse_yaml_events(chunk)
     return parsed.positions if isinstance(parsed, Parsed) else None
 

@@ -126,6 +126,32 @@ def test_the_orjson_path_reads_and_refuses_texts_as_json(text: str) -> None:
     assert _same(plain, fast)
 
 
+@given(st.one_of(
+    st.tuples(JSON_VALUES, st.booleans()).map(lambda t: json.dumps(t[0], ensure_ascii=t[1])),
+    st.sampled_from(TRICKY_TEXTS),
+    st.integers(0, 1100).map(lambda n: "[" * n + "]" * n),
+    st.text(alphabet='[]{}",:0123456789-.eEtrufalsn ', max_size=40),
+))
+def test_loads_checked_reads_and_refuses_as_json(text: str) -> None:
+    """With or without a backslash (the counting test for repeated keys, no search for
+    surrogate escapes): the value `loads` reads (types, key order, a repeated key's
+    last value) or the same refusal, in the same words."""
+    if re.search("[\ud800-\udfff]", text):  # not from UTF-8: lint never reads one
+        return
+    assert _same(_worded(lambda: jsondecode.loads(text)),
+                 _worded(lambda: jsondecode.loads_checked(text)[0]))
+
+
+def _worded(read: Callable[[], object]) -> object:
+    """`_outcome`, a decoding error with its words and place (lint reports them)."""
+    try:
+        return read()
+    except json.JSONDecodeError as exc:
+        return ("JSONDecodeError", exc.msg, exc.pos)
+    except (ValueError, RecursionError) as exc:
+        return type(exc).__name__
+
+
 BROKEN_UTF8 = [b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xff", b"\xe2\x82", b"\x80"]
 
 
@@ -178,6 +204,43 @@ def test_json_nodes_are_placed_where_libyaml_places_them(
     nodes = jsondecode.Nodes(text, pad)
     for path in _paths(value):
         assert nodes.walk(path) == _walk(marks, path), path
+
+
+@settings(deadline=None)
+@given(value=_JSON_VALUES, indent=st.sampled_from([None, 1, 2]), pad=st.integers(0, 3))
+def test_json_nodes_read_lazily_are_placed_where_libyaml_places_them(
+    value: object, indent: int | None, pad: int
+) -> None:
+    """A text without repeated keys (any `json.dumps`), read only as far as each path
+    needs: every node where libyaml places it, whatever order the paths come in."""
+    text = json.dumps(value, indent=indent)
+    marks = yamlevents.load_with_positions(" " * pad + text)[1]
+    paths = list(_paths(value))
+    for order in (paths, paths[::-1]):
+        nodes = jsondecode.Nodes(text, pad, unique=True)
+        for path in order:
+            assert nodes.walk(path) == _walk(marks, path), path
+
+
+def test_json_nodes_read_lazily_skip_siblings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placing every item of a long array, lazily, reads on from the last item found:
+    each item and member is read once, not once per item from the array's start."""
+    read = jsondecode._Open._next
+    calls: list[int] = []
+
+    def counted(self: jsondecode._Open, text: str, members: object) -> None:
+        calls.append(self.pos)
+        read(self, text, members)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jsondecode._Open, "_next", counted)
+    for n in (1_000, 4_000):
+        calls.clear()
+        text = json.dumps({"items": [{"k": j} for j in range(n)]})
+        nodes, whole = jsondecode.Nodes(text, unique=True), jsondecode.Nodes(text)
+        for j in range(n):
+            assert nodes.walk(("items", j, "k")) == whole.walk(("items", j, "k"))
+        # The top object's one member, then per item its dash and its one member.
+        assert len(calls) == 2 * n + 1, (n, len(calls))
 
 
 def test_json_nodes_of_a_repeated_key_are_the_last_ones() -> None:

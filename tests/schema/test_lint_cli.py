@@ -21,6 +21,7 @@ from draguard.schema import lint
 from draguard.schema.cli import lint as lint_cli
 from draguard.schema.model.options import Options
 from draguard.schema.model.releases import release
+from draguard.schema.read import sources
 from draguard.webhook.cli import main as draguard_main
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
@@ -117,6 +118,34 @@ def test_json_output_with_the_real_rules(tmp_path: Path) -> None:
         'Duplicate value: {"name":"big","deviceClassName":"small-gpu.example.com",'
         '"allocationMode":"ExactCount","count":1}')
     assert data["summary"] == {"documents": 2, "valid": 1, "invalid": 1, "skipped": 0}
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_json_stream_cut_wrong_is_checked_as_split_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """A JSON stream is cut without decoding; where a piece does not decode (a broken
+    value, values on one line), the report is that of the exact split."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+                 {"name": "big", "deviceClassName": "big.example.com", "allocationMode": "All"},
+                 {"name": "big", "deviceClassName": "small.example.com"}]}]}}}
+    good = "".join(json.dumps({**claim, "metadata": {"name": f"c{k}"}}, indent=2) + "\n"
+                   for k in range(200))
+    texts = [
+        good + '{"a": \n}\n' + good,  # a broken value: the rest is one broken document
+        good + '{"a": [1}\n{"b": 2}\n' + good,
+        good + '{"a": 1}{"b": 2}\n[1] 2\n',
+        "[1]\n" + good + "\n\n[2]\n",
+    ]
+    for k, text in enumerate(texts):
+        path = _write(tmp_path, f"s{k}.json", text)
+        argv = ["-o", "json", "--jobs", jobs, path]
+        got = _run(argv)
+        with monkeypatch.context() as patched:  # the exact split only
+            patched.setattr(lint_cli, "split_documents",
+                            lambda source, provisional=False: sources.split_documents(source))
+            assert _run(argv) == got
 
 
 def test_text_output_is_the_default(tmp_path: Path) -> None:

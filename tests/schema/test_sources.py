@@ -6,8 +6,11 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from draguard.schema.model.paths import FieldPath
+from draguard.schema.read.jsondecode import loads_checked
 from draguard.schema.read.offsets import LineIndex
 from draguard.schema.read.sources import (
     STDIN_NAME,
@@ -24,6 +27,7 @@ from draguard.schema.read.sources import (
     positions,
     read_source,
     split_documents,
+    split_exactly,
 )
 
 
@@ -297,6 +301,40 @@ def test_splitting_a_json_stream_reads_the_text_a_bounded_number_of_times(n: int
     assert len(chunks) == 2 * n
     assert (chunks[-1].line, chunks[-1].column) == (3 * n - 1, 5)
     assert _CountingText.scanned <= 2 * len(text)
+
+
+# Values, blanks and pieces that break a stream or put brackets where a cut may look:
+# inside strings, between values on one line, broken values, scalars.
+_STREAM_PARTS = st.sampled_from([
+    '{"a": 1}', '{"a": [\n 1,\n {"b": 2}\n]\n}', "[1, 2]", '{"s": "} {"}', '{"s": "]\\n["}',
+    '{"a": }', "{", "}", "1", '"x"', "null", "[[]]", '{"a": {"b": {}}}', "xyz",
+    '{"a": [\n{"b": 1}\n{"c": 2}]}', "[\n[1]\n]", "]\n{", "}\n[",
+])
+_BLANKS = st.sampled_from(["", " ", "\n", "\t\n  ", "\n\n"])
+
+
+@given(st.lists(st.tuples(_BLANKS, _STREAM_PARTS), max_size=6), _BLANKS, _BLANKS)
+def test_a_json_stream_cut_provisionally_is_split_exactly_when_each_piece_decodes(
+    parts: list[tuple[str, str]], tail: str, lead: str
+) -> None:
+    """The provisional cuts (no decoding) are the exact split's whenever every piece
+    decodes whole, which lint checks; otherwise lint splits the source exactly."""
+    source = Source("f.json", lead + "".join(b + part for b, part in parts) + tail, "json")
+    exact = split_documents(source)
+    cut = split_documents(source, provisional=True)
+    assert all(c.provisional for c in cut) and not any(c.provisional for c in exact)
+    decodes = True
+    for chunk in cut:
+        try:
+            loads_checked(chunk.text)
+        except ValueError:
+            decodes = False
+    if decodes:
+        assert [(c.index, c.text, c.line, c.column) for c in cut] == [
+            (c.index, c.text, c.line, c.column) for c in exact]
+    # Otherwise lint splits again, from the chunks alone (the text is not kept).
+    other = Chunk("g.yaml", 0, "a: 1", 0, 0, "yaml")
+    assert split_exactly([other, *cut, *cut, other]) == [other, *exact, *exact, other]
 
 
 def test_line_index_of_a_big_text_agrees_with_counting() -> None:
