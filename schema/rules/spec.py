@@ -12,10 +12,8 @@ modules do: a generator per rule per item cost more than the rules themselves, a
 appending keeps upstream's order just the same. Inside this module a path is a plain
 tuple (`_Parts`), turned into a `FieldPath` only when an error is made. The tuples never
 leave the module: its entry point, `Rules.validate_claim_spec`, takes a `FieldPath`,
-and every error holds one. A child's path is `path + (segment,)`: a concatenation costs
-half of the unpacking `(*path, segment)` that ruff's RUF005 prefers, hence the exemption.
+and every error holds one.
 """
-# ruff: noqa: RUF005
 
 from __future__ import annotations
 
@@ -125,7 +123,7 @@ class Rules:
     def validate_claim_spec(self, spec: dict[str, Any], path: FieldPath) -> Errors:
         """Every finding for one claim spec at `path`, in upstream's order."""
         out: Errors = []
-        self._check_device_claim(spec.get("devices", {}), path.parts + ("devices",), out)
+        self._check_device_claim(spec.get("devices", {}), (*path.parts, "devices"), out)
         return out
 
     # -- list helpers ------------------------------------------------------------------
@@ -144,7 +142,7 @@ class Rules:
             return
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
-                check(item, path + (i,), out)
+                check(item, (*path, i), out)
         if over:
             out.append(_too_many(items, max_items, path))
 
@@ -164,13 +162,13 @@ class Rules:
         repeated: list[tuple[int, Any]] = []
         for i, item in enumerate(items):
             if isinstance(item, dict):  # else malformed, already reported while reading
-                check(item, path + (i,), out)
+                check(item, (*path, i), out)
                 name = item.get("name", "")
                 if name in seen:
                     repeated.append((i, name))
                 seen.add(name)
         for i, name in repeated:  # after every item's own errors
-            at = path + (i, "name") if self._duplicate_at_name else path + (i,)
+            at = (*path, i, "name") if self._duplicate_at_name else (*path, i)
             out.append(duplicate(FieldPath(at), name))
         if over:
             out.append(_too_many(items, max_items, path))
@@ -185,17 +183,17 @@ class Rules:
                    if self._derived and has_derived_attributes(requests) else None)
         check_request = self._check_request if derived is None else partial(
             self._check_request, derived=derived)
-        self._check_named_set(requests, REQUESTS_MAX, check_request, path + ("requests",), out)
+        self._check_named_set(requests, REQUESTS_MAX, check_request, (*path, "requests"), out)
         configs: Items = devices.get("config") or ()
         if constraints or configs:  # else nothing refers to the requests: no lookup table
             names = _gather_request_names(requests)
             if constraints:
                 self._check_list(constraints, CONSTRAINTS_MAX,
                                  partial(self._check_constraint, names=names),
-                                 path + ("constraints",), out)
+                                 (*path, "constraints"), out)
             if configs:
                 self._check_list(configs, CONFIG_MAX, partial(self._check_config, names=names),
-                                 path + ("config",), out)
+                                 (*path, "config"), out)
         if derived is not None:
             out.extend(derived.check_total(path))
             out.extend(check_declarative(requests, path, self.release))
@@ -217,12 +215,12 @@ class Rules:
         elif not has_first and not has_exact:
             out.append(required(FieldPath(path), ONE_OF_REQUIRED))
         elif isinstance(exactly, dict):
-            self._check_exact(exactly, path + ("exactly",), out, derived, name)
+            self._check_exact(exactly, (*path, "exactly"), out, derived, name)
         else:
             check = self._check_subrequest if derived is None else partial(
                 self._check_subrequest, derived=derived, parent=name)
             self._check_named_set(
-                subrequests, FIRST_AVAILABLE_MAX, check, path + ("firstAvailable",), out
+                subrequests, FIRST_AVAILABLE_MAX, check, (*path, "firstAvailable"), out
             )
 
     def _check_exact(
@@ -258,11 +256,11 @@ class Rules:
         derived attributes' constraints (`name` or `parent/sub`)."""
         selectors = request.get("selectors")
         if selectors and isinstance(selectors, list):
-            self._check_selectors(selectors, path + ("selectors",), out)
+            self._check_selectors(selectors, (*path, "selectors"), out)
         if derived is not None:
             attrs = request.get("derivedAttributes")
             if isinstance(attrs, list) and attrs:
-                out.extend(derived.check(attrs, path + ("derivedAttributes",), str(ref)))
+                out.extend(derived.check(attrs, (*path, "derivedAttributes"), str(ref)))
         mode = request.get("allocationMode", "")
         # Rule 15; the defaulted `ExactCount` with a positive count is the usual case.
         if mode != "ExactCount" or request.get("count", 0) <= 0:
@@ -271,7 +269,7 @@ class Rules:
         if tolerations and isinstance(tolerations, list):
             for t, toleration in enumerate(tolerations):
                 if isinstance(toleration, dict):
-                    self._check_toleration(toleration, path + ("tolerations", t), out)
+                    self._check_toleration(toleration, (*path, "tolerations", t), out)
 
     def _check_selectors(self, selectors: list[Any], path: _Parts, out: Errors) -> None:
         """Rule 14 over a request's selectors, within their limit (`_check_list`)."""
@@ -285,7 +283,7 @@ class Rules:
                 cel = selector.get("cel")
                 # The usual selector: an expression already known to compile cleanly.
                 if not isinstance(cel, dict) or cel.get("expression", "") not in passing:
-                    self._check_selector(selector, path + (i,), out)
+                    self._check_selector(selector, (*path, i), out)
         if over:
             out.append(_too_many(selectors, SELECTORS_MAX, path))
 
@@ -293,7 +291,7 @@ class Rules:
         """Rule 14: a selector needs `cel`; its expression is compiled in the DRA environment."""
         cel = selector.get("cel")
         if not isinstance(cel, dict):
-            out.append(required(FieldPath(path + ("cel",))))
+            out.append(required(FieldPath((*path, "cel"))))
             return
         expression = cel.get("expression", "")
         passing = self._passing
@@ -310,7 +308,7 @@ class Rules:
             passing.add(expression)
             self._passing_chars += len(expression)
             return
-        at = FieldPath(path + ("cel", "expression"))
+        at = FieldPath((*path, "cel", "expression"))
         out.extend(check_selector(expression, at, release=self.release))
 
     def _check_toleration(self, toleration: dict[str, Any], path: _Parts, out: Errors) -> None:
@@ -318,23 +316,23 @@ class Rules:
         key = toleration.get("key", "")
         if key and not formats.is_qualified_name(key):
             for msg in formats.qualified_name_messages(key):
-                out.append(invalid(FieldPath(path + ("key",)), key, msg))
+                out.append(invalid(FieldPath((*path, "key")), key, msg))
         operator, value = toleration.get("operator", ""), toleration.get("value", "")
         if operator == "Exists":
             if value:
                 detail = "must be empty for operator `Exists`"
-                out.append(invalid(FieldPath(path + ("value",)), value, detail))
+                out.append(invalid(FieldPath((*path, "value")), value, detail))
         elif operator == "Equal":
             if not formats.is_label_value(value):
                 for msg in formats.label_value_messages(value):
-                    out.append(invalid(FieldPath(path + ("value",)), value, msg))
+                    out.append(invalid(FieldPath((*path, "value")), value, msg))
         elif operator == "":
-            out.append(required(FieldPath(path + ("operator",))))
+            out.append(required(FieldPath((*path, "operator"))))
         else:
-            out.append(not_supported(FieldPath(path + ("operator",)), operator, OPERATORS))
+            out.append(not_supported(FieldPath((*path, "operator")), operator, OPERATORS))
         effect = toleration.get("effect", "")
         if effect and effect not in self._effects:
-            out.append(not_supported(FieldPath(path + ("effect",)), effect, self._effects))
+            out.append(not_supported(FieldPath((*path, "effect")), effect, self._effects))
 
     # -- constraints and config (rules 17–21) ----------------------------------------------
 
@@ -350,12 +348,12 @@ class Rules:
         for i, ref in enumerate(refs):
             # A non-string is a malformed item, already reported while reading.
             if isinstance(ref, str):
-                _check_reference(ref, path + (i,), names, out)
+                _check_reference(ref, (*path, i), names, out)
         seen: set[str] = set()
         for i, ref in enumerate(refs):
             if isinstance(ref, str):
                 if ref in seen:
-                    out.append(duplicate(FieldPath(path + (i,)), ref))
+                    out.append(duplicate(FieldPath((*path, i)), ref))
                 seen.add(ref)
         if over:
             out.append(_too_many(refs, REQUESTS_MAX, path))
@@ -363,36 +361,36 @@ class Rules:
     def _check_constraint(
         self, constraint: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
     ) -> None:
-        self._check_references(constraint.get("requests", []), path + ("requests",), names, out)
+        self._check_references(constraint.get("requests", []), (*path, "requests"), names, out)
         # Rule 18: with both set, distinctAttribute is ignored.
         field = "matchAttribute" if "matchAttribute" in constraint else "distinctAttribute"
         if field in constraint:
-            self._check_qualified_name(constraint[field], path + (field,), out)
+            self._check_qualified_name(constraint[field], (*path, field), out)
         elif self._no_attribute_at_constraint:
             out.append(required(FieldPath(path), NO_ATTRIBUTE))
         else:
-            out.append(required(FieldPath(path + ("matchAttribute",))))
+            out.append(required(FieldPath((*path, "matchAttribute"))))
 
     def _check_config(
         self, config: dict[str, Any], path: _Parts, out: Errors, *, names: RequestNames
     ) -> None:
         """Rule 21."""
-        self._check_references(config.get("requests", []), path + ("requests",), names, out)
+        self._check_references(config.get("requests", []), (*path, "requests"), names, out)
         opaque = config.get("opaque")
         if not isinstance(opaque, dict):
-            out.append(required(FieldPath(path + ("opaque",))))
+            out.append(required(FieldPath((*path, "opaque"))))
             return
-        _check_driver_name(opaque.get("driver", ""), path + ("opaque", "driver"), out)
-        _check_parameters(opaque, path + ("opaque", "parameters"), out)
+        _check_driver_name(opaque.get("driver", ""), (*path, "opaque", "driver"), out)
+        _check_parameters(opaque, (*path, "opaque", "parameters"), out)
 
     def _check_device_class(self, name: str, parent: _Parts, out: Errors) -> None:
         """Rules 10b / 11: `parent.deviceClassName` is required, then a DNS subdomain
         (called for a name not yet known to be valid, which it then remembers)."""
         if not name:
-            out.append(required(FieldPath(parent + ("deviceClassName",))))
+            out.append(required(FieldPath((*parent, "deviceClassName"))))
         elif not is_dns1123_subdomain(name):
             for msg in formats.dns1123_subdomain_messages(name):
-                out.append(invalid(FieldPath(parent + ("deviceClassName",)), name, msg))
+                out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
         else:
             clean = self._clean_classes
             if len(clean) >= PASSING_CACHE_SIZE:
@@ -455,20 +453,20 @@ def _bad_request_name(name: str, parent: _Parts, out: Errors) -> None:
     """Rule 6 / 10a, for a name `is_dns1123_label` refused: `parent.name` is a DNS label;
     "" gets the regex message, not Required (§3.2)."""
     for msg in formats.dns1123_label_messages(name):
-        out.append(invalid(FieldPath(parent + ("name",)), name, msg))
+        out.append(invalid(FieldPath((*parent, "name")), name, msg))
 
 
 def _check_allocation(mode: str, count: int, parent: _Parts, out: Errors) -> None:
     """Rule 15, on `parent.allocationMode` and `parent.count`."""
     if mode == "ExactCount":
         if count <= 0:
-            out.append(invalid(FieldPath(parent + ("count",)), count, "must be greater than zero"))
+            out.append(invalid(FieldPath((*parent, "count")), count, "must be greater than zero"))
     elif mode == "All":
         if count != 0:
             detail = "must not be specified when allocationMode is 'All'"
-            out.append(invalid(FieldPath(parent + ("count",)), count, detail))
+            out.append(invalid(FieldPath((*parent, "count")), count, detail))
     else:
-        out.append(not_supported(FieldPath(parent + ("allocationMode",)), mode, ALLOCATION_MODES))
+        out.append(not_supported(FieldPath((*parent, "allocationMode")), mode, ALLOCATION_MODES))
 
 
 def _check_c_identifier(name: str, path: _Parts, out: Errors) -> None:
