@@ -595,14 +595,10 @@ def _to_wire(result: DocumentResult) -> _Wire:
 
 
 def _from_wire(wire: _Wire) -> DocumentResult:
-    # `tuple.__new__`: `_make` without its length check (the wire is `_to_wire`'s own).
-    errors = tuple([_new(Finding, (FieldPath(f[0]), *f[1:])) for f in wire[6]]) if wire[6] else ()
-    warnings = (tuple([_new(LintWarning, (FieldPath(w[0]), *w[1:])) for w in wire[7]])
+    errors = tuple([Finding._make((FieldPath(f[0]), *f[1:])) for f in wire[6]]) if wire[6] else ()
+    warnings = (tuple([LintWarning._make((FieldPath(w[0]), *w[1:])) for w in wire[7]])
                 if wire[7] else ())
-    return _new(DocumentResult, (*wire[:6], errors, warnings, *wire[8:]))
-
-
-_new = tuple.__new__
+    return DocumentResult._make((*wire[:6], errors, warnings, *wire[8:]))
 
 
 # --- the cluster-aware checks (issue 20; Namespaces among the inputs, issue 17) ---------
