@@ -182,10 +182,14 @@ class Lines(logging.Handler):
 
 @pytest.fixture
 def decision_lines() -> Iterator[list[dict[str, Any]]]:
-    handler = Lines()
+    # With a handler already there `create_app` leaves the logger as it is, level
+    # included: set INFO here, or the test passes only after another test's app did.
+    handler, level = Lines(), decisions.level
     decisions.addHandler(handler)
+    decisions.setLevel(logging.INFO)
     yield handler.records
     decisions.removeHandler(handler)
+    decisions.setLevel(level)
 
 
 def test_one_decision_line_per_review(client: FlaskClient,
