@@ -27,7 +27,7 @@ ENTRY_OVERHEAD = 200
 
 def text_bytes(*texts: str | bytes) -> int:
     """The memory of these strings as CPython holds them (an upper bound for shared ones)."""
-    return sum(sys.getsizeof(text) for text in texts)
+    return sum(map(sys.getsizeof, texts))
 
 
 class CacheInfo(NamedTuple):
