@@ -208,7 +208,7 @@ def answer_validate(review: Review, *, rules: RuleSet, failure_mode: FailureMode
     kind, version = _kind_version(review.object)
     try:
         verdict = _judge(review, rules)
-        cluster = None if rules.cluster is None else _judge_cluster(review, rules, verdict)
+        cluster = _judge_cluster(review, rules, verdict)
     except Exception:  # an internal error must still produce a well-formed answer
         return _internal_error(review, failure_mode, kind, version, traceback.format_exc())
     if verdict.skipped:
@@ -333,7 +333,7 @@ def _warnings(review: Review, verdict: Verdict) -> Sequence[str]:
 def render_advice(item: Advice) -> str:
     """One admission warning: `path: message` (the code is for lint and the annotation);
     the message alone for advice about the whole object (`cluster-view-stale`)."""
-    where = str(item.path)  # `item.field`, without the property's call
+    where = item.field
     return f"{where}: {item.message}" if where else item.message
 
 
