@@ -392,10 +392,7 @@ class Rules:
             for msg in formats.dns1123_subdomain_messages(name):
                 out.append(invalid(FieldPath((*parent, "deviceClassName")), name, msg))
         else:
-            clean = self._clean_classes
-            if len(clean) >= PASSING_CACHE_SIZE:
-                clean.clear()
-            clean.add(name)
+            _remember(self._clean_classes, name)
 
     def _check_qualified_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20, remembering the names it finds nothing in."""
@@ -405,9 +402,7 @@ class Rules:
         before = len(out)
         self._check_attribute_name(name, path, out)
         if len(out) == before:
-            if len(clean) >= PASSING_CACHE_SIZE:
-                clean.clear()
-            clean.add(name)
+            _remember(clean, name)
 
     def _check_attribute_name(self, name: str, path: _Parts, out: Errors) -> None:
         """Rule 20: `domain/name` for matchAttribute and distinctAttribute.
@@ -521,6 +516,15 @@ def _check_reference(ref: str, path: _Parts, names: RequestNames, out: Errors) -
     request = names.get(segments[0])
     if request is None or (len(segments) == 2 and not _has_subrequest(request, segments[1])):
         out.append(invalid(FieldPath(path), ref, BAD_REFERENCE))
+
+
+def _remember(clean: set[str], name: str) -> None:
+    """Add a name found valid to one of the rule set's sets of such names, which starts
+    again when it holds PASSING_CACHE_SIZE (names that clients send are not trusted to
+    be few)."""
+    if len(clean) >= PASSING_CACHE_SIZE:
+        clean.clear()
+    clean.add(name)
 
 
 def _has_subrequest(request: dict[str, Any], name: str) -> bool:
